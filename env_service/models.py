@@ -1,0 +1,106 @@
+"""Request and response bodies of the service: strict, closed (extra="forbid") and length-bounded.
+
+Request bodies are parsed from the raw bytes with pydantic's JSON parser (`parse_body`), so every
+malformed body (bad JSON, bad UTF-8, wrong types, unknown fields) is the same one-line 422.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from seal.env.store import MAX_ACTION_CHARS, MAX_FORMAT_CHARS, MAX_TASK_ID_CHARS, BadRequest
+
+_CLOSED = ConfigDict(extra="forbid", strict=True)
+M = TypeVar("M", bound=BaseModel)
+
+
+class CreateEpisode(BaseModel):
+    model_config = _CLOSED
+    task_id: str = Field(min_length=1, max_length=MAX_TASK_ID_CHARS, examples=["multi_turn_base_0"])
+    mode: Literal["train", "eval"]
+    format: str | None = Field(default=None, max_length=MAX_FORMAT_CHARS, examples=["qwen_fc"])
+
+
+class StepAction(BaseModel):
+    model_config = _CLOSED
+    action: str = Field(max_length=MAX_ACTION_CHARS, description="the assistant message text")
+
+
+class ProfileUpdate(BaseModel):
+    model_config = _CLOSED
+    profile: dict[str, Any] = Field(description="the failure profile C_t JSON (DESIGN §4.2)")
+
+
+class Error(BaseModel):
+    detail: str
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    tasks: int
+    episodes_open: int
+    interface_version: int
+
+
+class TaskList(BaseModel):
+    split: str
+    count: int
+    task_ids: list[str]
+
+
+class Created(BaseModel):
+    episode_id: str
+    messages: list[dict[str, str]]
+    interface_version: int
+
+
+class Stepped(BaseModel):
+    observation: list[dict[str, str]]
+    done: bool
+    info: dict[str, Any]
+
+
+class Finished(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    reward: float
+    verifier: dict[str, Any]
+    labels: list[str]
+    profile: dict[str, float]
+    evidence: list[dict[str, Any]]
+
+
+class InterfaceOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    version: int
+    config: dict[str, Any]
+    guidelines: list[str]
+    profile: dict[str, Any] | None
+
+
+def parse_body(model: type[M], body: bytes) -> M:
+    """The validated body, or BadRequest naming the first problem (and how many more there are)."""
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        raise BadRequest(describe(exc.errors(include_url=False, include_input=False))) from None
+
+
+def describe(errors: list[Any]) -> str:
+    first = errors[0]
+    where = ".".join(str(part) for part in first.get("loc", ())) or "body"
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    if first.get("type") == "json_invalid":
+        return f"malformed JSON body: {first['msg']}{more}"
+    return f"{where}: {first['msg']}{more}"
+
+
+def request_body(model: type[BaseModel]) -> dict[str, Any]:
+    """OpenAPI `requestBody` for a route that parses its body itself (see `parse_body`)."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": model.model_json_schema()}},
+        }
+    }

@@ -1,0 +1,412 @@
+"""Load benchmark of the environment service: ground-truth replays over HTTP and in-process.
+
+    python scripts/bench_env.py replay --tasks 800 --concurrency 32     # HTTP vs in-process table
+    python scripts/bench_env.py open --episodes 256                     # service RSS with N episodes open
+
+Starts `python -m env_service` on a free loopback port (or uses --base-url, loopback only), replays
+each task's ground truth (per GT turn: the turn's calls in one message, then "Done."), and reports
+throughput, per-endpoint latency percentiles measured at the client, errors, rewards and the peak RSS
+of the service process. Every run is bounded by --tasks/--episodes and --timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import psutil
+from tqdm import tqdm
+
+from seal.bfcl.ground_truth import ground_truth_calls
+from seal.bfcl.tasks import load_tasks, split_ids
+from seal.env.client import EnvClient, EnvServiceError, HttpEnvClient, InProcessEnvClient
+from seal.env.store import EpisodeStore, StoreSettings
+from seal.protocol import get_protocol
+
+ENDPOINTS = ("create", "step", "finish", "delete")
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+MIB = 1 << 20
+
+
+def gt_actions(task_id: str, fmt: str) -> list[str]:
+    """The ground-truth replay of a task as assistant messages."""
+    protocol = get_protocol(fmt)
+    actions: list[str] = []
+    for calls in ground_truth_calls(load_tasks()[task_id]):
+        if calls:
+            actions.append(protocol.format_calls(calls))
+        actions.append("Done.")
+    return actions
+
+
+def pick_tasks(split: str, n: int) -> list[str]:
+    """`n` tasks of the split, spread evenly so every category is represented."""
+    ids = list(split_ids(split))
+    if n >= len(ids):
+        return ids
+    return [ids[i * len(ids) // n] for i in range(n)]
+
+
+@dataclass
+class Run:
+    """What one replay pass measured."""
+
+    name: str
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: list[str] = field(default_factory=list)
+    rewards: dict[str, float] = field(default_factory=dict)
+    episodes: int = 0
+    requests: int = 0
+    seconds: float = 0.0
+    timed_out: bool = False
+    peak_rss: int | None = None
+
+    async def timed(self, endpoint: str, call: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return await call
+        finally:
+            self.latencies[endpoint].append(time.perf_counter() - start)
+            self.requests += 1
+
+
+async def play(
+    client: EnvClient, run: Run, task_id: str, actions: Sequence[str], mode: str, fmt: str
+) -> None:
+    """One episode: create, step through the actions until done, finish, delete."""
+    episode_id = None
+    try:
+        created = await run.timed("create", client.create_episode(task_id, mode, fmt))
+        episode_id = created["episode_id"]
+        for action in actions:
+            if (await run.timed("step", client.step(episode_id, action)))["done"]:
+                break
+        result = await run.timed("finish", client.finish(episode_id))
+        run.rewards[task_id] = result["reward"]
+    except EnvServiceError as exc:
+        run.errors.append(f"{task_id}: {exc}")
+    finally:
+        if episode_id is not None:
+            try:
+                await run.timed("delete", client.delete(episode_id))
+            except EnvServiceError as exc:
+                run.errors.append(f"{task_id} delete: {exc}")
+    run.episodes += 1
+
+
+async def replay_all(
+    client: EnvClient,
+    run: Run,
+    plan: dict[str, list[str]],
+    concurrency: int,
+    mode: str,
+    fmt: str,
+    timeout: float,
+) -> Run:
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for task_id in plan:
+        queue.put_nowait(task_id)
+    bar = tqdm(total=len(plan), desc=run.name, unit="ep", leave=False, file=sys.stderr)
+
+    async def worker() -> None:
+        while not queue.empty():
+            task_id = queue.get_nowait()
+            await play(client, run, task_id, plan[task_id], mode, fmt)
+            bar.update()
+
+    start = time.perf_counter()
+    try:
+        async with asyncio.timeout(timeout):
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+    except TimeoutError:
+        run.timed_out = True
+    run.seconds = time.perf_counter() - start
+    bar.close()
+    return run
+
+
+# -- the service process ---------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RssSampler:
+    """Polls a process's resident memory (with its children) in a thread and keeps the peak."""
+
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
+        self.process = psutil.Process(pid)
+        self.interval = interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def current(self) -> int:
+        try:
+            processes = [self.process, *self.process.children(recursive=True)]
+            return sum(p.memory_info().rss for p in processes)
+        except psutil.Error:
+            return 0
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self.current())
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.current())
+
+
+@dataclass
+class Service:
+    base_url: str
+    pid: int | None
+
+
+@contextlib.contextmanager
+def service(
+    base_url: str | None, max_episodes: int, log_level: str, startup_s: float = 120.0
+) -> Iterator[Service]:
+    """The service under test: the given loopback URL, or a fresh `python -m env_service` subprocess."""
+    if base_url is not None:
+        host = urlsplit(base_url).hostname
+        if host not in LOOPBACK:
+            raise SystemExit(f"--base-url must be a loopback address, got {host!r}")
+        yield Service(base_url, None)
+        return
+    port = free_port()
+    command = [
+        sys.executable,
+        "-m",
+        "env_service",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-episodes",
+        str(max_episodes),
+        "--log-level",
+        log_level,
+    ]
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, stdout=log, stderr=log)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait_healthy(url, process, startup_s, log)
+            yield Service(url, process.pid)
+        finally:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], startup_s: float, log: Any) -> None:
+    deadline = time.monotonic() + startup_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            log.seek(0)
+            raise SystemExit(f"service exited with {process.returncode}:\n{log.read().decode()[-2000:]}")
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{url}/healthz", timeout=1.0, trust_env=False).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"service not healthy within {startup_s:g} s")
+
+
+# -- reporting -----------------------------------------------------------------------------------
+def percentiles(values: list[float]) -> str:
+    if not values:
+        return "-"
+    ordered = sorted(values)
+    pick = [ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000 for q in (0.5, 0.95, 0.99)]
+    return "/".join(f"{v:.1f}" for v in pick)
+
+
+def summary(run: Run) -> dict[str, Any]:
+    failed = sorted(task for task, reward in run.rewards.items() if reward < 1)
+    return {
+        "episodes": run.episodes,
+        "wall_s": round(run.seconds, 2),
+        "episodes_per_s": round(run.episodes / run.seconds, 1) if run.seconds else 0.0,
+        "requests_per_s": round(run.requests / run.seconds, 1) if run.seconds else 0.0,
+        **{f"{e}_ms_p50_p95_p99": percentiles(run.latencies[e]) for e in ENDPOINTS},
+        **{
+            f"{e}_ms_mean": round(statistics.fmean(run.latencies[e]) * 1000, 2) if run.latencies[e] else None
+            for e in ENDPOINTS
+        },
+        "errors": len(run.errors),
+        "reward_1": sum(1 for r in run.rewards.values() if r == 1),
+        "reward_below_1": failed,
+        "timed_out": run.timed_out,
+        "peak_service_rss_mib": round(run.peak_rss / MIB, 1) if run.peak_rss else None,
+    }
+
+
+def print_table(columns: dict[str, dict[str, Any]], extra: dict[str, Any] | None = None) -> None:
+    names = list(columns)
+    keys = list(next(iter(columns.values())))
+    width = max(len(k) for k in [*keys, *(extra or {})]) + 2
+    print("".ljust(width) + "".join(n.rjust(24) for n in names))
+    for key in keys:
+        cells = [columns[n][key] for n in names]
+        if all(isinstance(c, list) for c in cells):
+            print(key.ljust(width) + "".join(str(len(c)).rjust(24) for c in cells))
+            for name, cell in zip(names, cells, strict=True):
+                if cell:
+                    print(f"  {name}: {', '.join(cell)}")
+            continue
+        print(key.ljust(width) + "".join(str(c).rjust(24) for c in cells))
+    for key, value in (extra or {}).items():
+        print(key.ljust(width) + str(value).rjust(24))
+
+
+# -- modes ---------------------------------------------------------------------------------------
+async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
+    tasks = pick_tasks(args.split, args.tasks)
+    plan = {task_id: gt_actions(task_id, args.format) for task_id in tasks}
+    columns: dict[str, dict[str, Any]] = {}
+    runs: dict[str, Run] = {}
+    with service(args.base_url, max(args.concurrency, 512), args.log_level) as svc:
+        client = HttpEnvClient(svc.base_url, timeout=args.request_timeout, max_connections=args.concurrency)
+        run = Run("http")
+        sampler = RssSampler(svc.pid) if svc.pid else None
+        with sampler or contextlib.nullcontext():
+            await replay_all(client, run, plan, args.concurrency, args.mode, args.format, args.timeout)
+        run.peak_rss = sampler.peak if sampler else None
+        await client.aclose()
+        runs["http"] = run
+    if not args.skip_inprocess:
+        client_local = InProcessEnvClient(
+            EpisodeStore(StoreSettings(max_episodes=max(args.concurrency, 512)))
+        )
+        runs["in-process"] = await replay_all(
+            client_local, Run("in-process"), plan, args.concurrency, args.mode, args.format, args.timeout
+        )
+    columns = {name: summary(run) for name, run in runs.items()}
+    extra = {}
+    if "in-process" in columns and columns["in-process"]["episodes_per_s"]:
+        extra["http/in-process episodes/s"] = round(
+            columns["http"]["episodes_per_s"] / columns["in-process"]["episodes_per_s"], 2
+        )
+    print(
+        f"\nreplay: {len(tasks)} tasks of split {args.split!r}, concurrency {args.concurrency}, "
+        f"mode {args.mode}, format {args.format}; latencies measured at the client"
+    )
+    print_table(columns, extra)
+    for run in runs.values():
+        for error in run.errors[:10]:
+            print(f"  {run.name} error: {error}")
+    return {"columns": columns, **extra}
+
+
+async def bench_open(args: argparse.Namespace) -> dict[str, Any]:
+    """Open N episodes at once and keep them open through their replays; report the service's RSS."""
+    tasks = pick_tasks("all", args.episodes)
+    plan = {task_id: gt_actions(task_id, args.format) for task_id in tasks}
+    with service(args.base_url, max(args.episodes, 512), args.log_level) as svc:
+        if svc.pid is None:
+            raise SystemExit("open mode measures the service's memory: start it here (omit --base-url)")
+        client = HttpEnvClient(svc.base_url, timeout=args.request_timeout, max_connections=args.episodes)
+        run = Run("open")
+        with RssSampler(svc.pid) as sampler:
+            baseline = sampler.current()
+            async with asyncio.timeout(args.timeout):
+                created = await asyncio.gather(
+                    *(run.timed("create", client.create_episode(t, args.mode, args.format)) for t in tasks)
+                )
+                ids = [c["episode_id"] for c in created]
+                health = await client.health()
+                after_create = sampler.current()
+                for turn in tqdm(
+                    range(max(len(a) for a in plan.values())), desc="steps", leave=False, file=sys.stderr
+                ):
+                    live = [
+                        (i, plan[t][turn]) for i, t in zip(ids, tasks, strict=True) if turn < len(plan[t])
+                    ]
+                    await asyncio.gather(*(run.timed("step", client.step(i, a)) for i, a in live))
+                results = await asyncio.gather(*(run.timed("finish", client.finish(i)) for i in ids))
+                after_finish = sampler.current()
+                await asyncio.gather(*(run.timed("delete", client.delete(i)) for i in ids))
+            await client.aclose()
+    values = {
+        "episodes_open_at_once": health["episodes_open"],
+        "rss_baseline_mib": round(baseline / MIB, 1),
+        "rss_after_create_mib": round(after_create / MIB, 1),
+        "rss_after_finish_mib": round(after_finish / MIB, 1),
+        "rss_peak_mib": round(sampler.peak / MIB, 1),
+        "reward_1": sum(1 for r in results if r["reward"] == 1),
+        "create_ms_p50_p95_p99": percentiles(run.latencies["create"]),
+        "step_ms_p50_p95_p99": percentiles(run.latencies["step"]),
+    }
+    print(f"\nopen: {len(tasks)} episodes created at once, all replayed while open")
+    print_table({"service": values})
+    return values
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("bench", choices=["replay", "open"], nargs="?", default="replay")
+    parser.add_argument(
+        "--tasks", type=int, default=800, help="replay: how many tasks (spread over the split)"
+    )
+    parser.add_argument("--split", choices=["train", "val", "test", "all"], default="all")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--episodes", type=int, default=256, help="open: episodes held at once")
+    parser.add_argument("--mode", choices=["train", "eval"], default="eval")
+    parser.add_argument("--format", default="qwen_fc")
+    parser.add_argument("--base-url", default=None, help="a running service on loopback (default: start one)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="bound on each pass, seconds")
+    parser.add_argument("--request-timeout", type=float, default=60.0)
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="the started service's log level (info writes the JSON access log)",
+    )
+    parser.add_argument("--skip-inprocess", action="store_true", help="replay: HTTP only")
+    parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
+    args = parser.parse_args(argv)
+    if min(args.tasks, args.concurrency, args.episodes) < 1 or args.timeout <= 0:
+        parser.error("--tasks, --concurrency, --episodes and --timeout must be positive")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    load_tasks()
+    result = asyncio.run(bench_replay(args) if args.bench == "replay" else bench_open(args))
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

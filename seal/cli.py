@@ -1,0 +1,155 @@
+"""The `seal` command: serve the environment, evaluate an endpoint, replay or diagnose action logs, build data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+from seal.tocf.labels import DEFAULT_PRIORITY, TAXONOMIES
+
+
+def _fail(message: str) -> int:
+    print(f"seal: {message}", file=sys.stderr)
+    return 2
+
+
+def _priority(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict], int]:
+    from seal.env.replay import ActionLogError, read_action_logs, replay
+    from seal.reports import episode_record
+
+    try:
+        logs = read_action_logs(args.input)
+    except ActionLogError as exc:
+        return [], _fail(str(exc))
+    records = []
+    for log in tqdm(logs, desc="replaying", unit="episode", disable=None):
+        try:
+            result = replay(log, taxonomy=args.taxonomy, priority=_priority(args.priority))
+        except ValueError as exc:
+            return [], _fail(str(exc))
+        records.append(episode_record(result, with_labels=with_labels))
+    return records, 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    records, code = _replay_logs(args, with_labels=args.labels)
+    if code:
+        return code
+    lines = "".join(json.dumps(record) + "\n" for record in records)
+    if args.out is None:
+        sys.stdout.write(lines)
+    else:
+        if args.out.exists() and not args.force:
+            return _fail(f"{args.out} exists; pass --force to overwrite it")
+        args.out.write_text(lines)
+    passed = sum(record["reward"] >= 1.0 for record in records)
+    print(f"{passed}/{len(records)} episodes pass", file=sys.stderr)
+    return 0
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from seal.reports import markdown_table, plot_label_shares, summarize
+
+    target = args.out / "episodes.jsonl"
+    if target.exists() and not args.force:
+        return _fail(f"{target} exists; pass --force to overwrite it or choose another --out")
+    records, code = _replay_logs(args, with_labels=True)
+    if code:
+        return code
+    args.out.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(json.dumps(record) + "\n" for record in records))
+    summary = summarize(records)
+    table = markdown_table(summary)
+    title = f"Turn labels ({args.taxonomy} taxonomy) — {args.input.name}"
+    (args.out / "summary.md").write_text(
+        f"# Diagnosis of {args.input}\n\nTaxonomy: `{args.taxonomy}`\n\n{table}"
+    )
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    plot_label_shares(summary, args.out / "labels.png", title=title)
+    print(table)
+    print(f"wrote {target}, {args.out / 'summary.md'}, {args.out / 'labels.png'}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from env_service.app import serve
+
+    serve(host=args.host, port=args.port)
+    return 0
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    from seal.dataset import main as dataset_main
+
+    return dataset_main(["--check"] if args.check else [])
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from seal.evaluate import run_eval_command
+
+    return run_eval_command(args)
+
+
+def _add_replay_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--input", type=Path, required=True, help="action logs, one JSON object per line")
+    parser.add_argument(
+        "--taxonomy", choices=TAXONOMIES, default="reference", help="label taxonomy (DESIGN §4.1)"
+    )
+    parser.add_argument(
+        "--priority",
+        help=f"paper taxonomy: comma-separated failure order (default {','.join(DEFAULT_PRIORITY)})",
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from seal.evaluate import add_eval_arguments
+
+    parser = argparse.ArgumentParser(prog="seal", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the BFCL environment service (FastAPI)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8082)
+    serve.set_defaults(handler=cmd_serve)
+
+    evaluate = commands.add_parser("eval", help="score an OpenAI-compatible endpoint on a BFCL split")
+    add_eval_arguments(evaluate)
+    evaluate.set_defaults(handler=cmd_eval)
+
+    replay = commands.add_parser("replay", help="replay action logs; one result line per episode")
+    _add_replay_options(replay)
+    replay.add_argument("--out", type=Path, help="output JSONL (default: standard output)")
+    replay.add_argument("--labels", action="store_true", help="include labels, profile and evidence")
+    replay.set_defaults(handler=cmd_replay)
+
+    diagnose = commands.add_parser(
+        "diagnose", help="label action logs turn by turn, with a table and a chart"
+    )
+    _add_replay_options(diagnose)
+    diagnose.add_argument("--out", type=Path, required=True, help="output folder")
+    diagnose.set_defaults(handler=cmd_diagnose)
+
+    data = commands.add_parser("data", help="write (or --check) data/bfcl_{train,val,test}.parquet")
+    data.add_argument("--check", action="store_true")
+    data.set_defaults(handler=cmd_data)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""One `EnvClient` interface to the environment service: over HTTP, or in-process without a server.
+
+Both implementations return the same JSON-shaped data and raise the same typed errors, so agent
+loops, tools and tests can switch between a remote service and a local `EpisodeStore` freely.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import quote
+
+import httpx
+
+from seal.env.store import EpisodeStore, StoreError, one_line
+
+
+class EnvServiceError(Exception):
+    """The service refused a request: `status` is its HTTP code, `reason` its one-line `detail`."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        self.status = status
+        self.reason = one_line(reason)
+        super().__init__(f"{status}: {self.reason}")
+
+
+class EnvUnavailableError(EnvServiceError):
+    """The service could not be reached, or did not answer, within the client's timeout."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(503, reason)
+
+
+@runtime_checkable
+class EnvClient(Protocol):
+    """What an agent loop needs from the environment (DESIGN §3.5)."""
+
+    async def create_episode(self, task_id: str, mode: str, format: str | None = None) -> dict[str, Any]: ...
+
+    async def step(self, episode_id: str, action: str) -> dict[str, Any]: ...
+
+    async def finish(self, episode_id: str) -> dict[str, Any]: ...
+
+    async def delete(self, episode_id: str) -> None: ...
+
+    async def get_interface(self) -> dict[str, Any]: ...
+
+    async def put_profile(self, profile: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def health(self) -> dict[str, Any]: ...
+
+    async def list_tasks(self, split: str = "all") -> list[str]: ...
+
+
+class HttpEnvClient:
+    """Async HTTP client with one pooled `httpx.AsyncClient` per event loop.
+
+    verl runs agent loops on several event loops (one per worker, in several processes); an httpx
+    client is bound to the loop it first ran on, so each running loop gets its own. Proxies from the
+    environment are ignored (`trust_env=False`): the service is local to the cluster. Every call is
+    bounded by `timeout` in total. Only requests that cannot have reached the server (refused or
+    timed-out connects) are retried, with exponential backoff, at most `retries` times; a GET is
+    also retried after a broken connection, because reading twice changes nothing.
+    """
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8082",
+        timeout: float = 60.0,
+        retries: int = 3,
+        backoff: float = 0.1,
+        max_connections: int = 256,
+    ) -> None:
+        if timeout <= 0 or retries < 0 or backoff < 0 or max_connections < 1:
+            raise ValueError("timeout and max_connections must be positive, retries and backoff non-negative")
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_connections = max_connections
+        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the loop-bound clients: Ray ships clients to worker processes."""
+        return {**self.__dict__, "_clients": {}}
+
+    async def __aenter__(self) -> HttpEnvClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the current loop's connection pool (others close with their loops)."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
+
+    def _client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None or client.is_closed:
+            for stale in [other for other in self._clients if other.is_closed()]:
+                del self._clients[stale]
+            client = httpx.AsyncClient(
+                base_url=self.base_url,
+                timeout=self.timeout,
+                limits=httpx.Limits(
+                    max_connections=self.max_connections, max_keepalive_connections=self.max_connections
+                ),
+                trust_env=False,
+            )
+            self._clients[loop] = client
+        return client
+
+    async def _request(
+        self, method: str, path: str, body: Any = None, params: dict[str, str] | None = None
+    ) -> Any:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        attempt = 0
+        while True:
+            try:
+                async with asyncio.timeout_at(deadline):
+                    response = await self._client().request(method, path, json=body, params=params)
+                break
+            except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                error: Exception = exc
+            except httpx.TransportError as exc:
+                if method != "GET":
+                    raise EnvUnavailableError(f"{method} {path}: connection lost ({_describe(exc)})") from exc
+                error = exc
+            except TimeoutError as exc:
+                raise EnvUnavailableError(f"{method} {path}: no answer within {self.timeout:g} s") from exc
+            attempt += 1
+            delay = self.backoff * 2 ** (attempt - 1)
+            if attempt > self.retries or loop.time() + delay >= deadline:
+                raise EnvUnavailableError(
+                    f"{method} {self.base_url}{path}: unreachable after {attempt} attempt(s)"
+                    f" ({_describe(error)})"
+                ) from error
+            await asyncio.sleep(delay)
+        if response.status_code >= 400:
+            raise EnvServiceError(response.status_code, _reason(response))
+        return response.json() if response.content else None
+
+    async def create_episode(self, task_id: str, mode: str, format: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"task_id": task_id, "mode": mode}
+        if format is not None:
+            body["format"] = format
+        return await self._request("POST", "/episodes", body)
+
+    async def step(self, episode_id: str, action: str) -> dict[str, Any]:
+        return await self._request("POST", f"/episodes/{_segment(episode_id)}/step", {"action": action})
+
+    async def finish(self, episode_id: str) -> dict[str, Any]:
+        return await self._request("POST", f"/episodes/{_segment(episode_id)}/finish")
+
+    async def delete(self, episode_id: str) -> None:
+        await self._request("DELETE", f"/episodes/{_segment(episode_id)}")
+
+    async def get_interface(self) -> dict[str, Any]:
+        return await self._request("GET", "/interface")
+
+    async def put_profile(self, profile: dict[str, Any]) -> dict[str, Any]:
+        return await self._request("PUT", "/interface/profile", {"profile": profile})
+
+    async def health(self) -> dict[str, Any]:
+        return await self._request("GET", "/healthz")
+
+    async def list_tasks(self, split: str = "all") -> list[str]:
+        return (await self._request("GET", "/tasks", params={"split": split}))["task_ids"]
+
+
+class InProcessEnvClient:
+    """The same interface on an `EpisodeStore` in this process: no server, same data, same errors.
+
+    Results go through a JSON round trip, so callers see exactly what HTTP would give them (lists,
+    string keys) and cannot mutate the store's state through a returned object.
+    """
+
+    def __init__(self, store: EpisodeStore | None = None) -> None:
+        self.store = store if store is not None else EpisodeStore()
+
+    @staticmethod
+    def _call(function: Callable[..., Any], *args: Any) -> Any:
+        try:
+            value = function(*args)
+        except StoreError as exc:
+            raise EnvServiceError(exc.status, exc.reason) from None
+        return json.loads(json.dumps(value)) if value is not None else None
+
+    async def create_episode(self, task_id: str, mode: str, format: str | None = None) -> dict[str, Any]:
+        return self._call(lambda: self.store.create(task_id, mode, format)._asdict())
+
+    async def step(self, episode_id: str, action: str) -> dict[str, Any]:
+        return self._call(self.store.step, episode_id, action)
+
+    async def finish(self, episode_id: str) -> dict[str, Any]:
+        return self._call(self.store.finish, episode_id)
+
+    async def delete(self, episode_id: str) -> None:
+        self._call(self.store.delete, episode_id)
+
+    async def get_interface(self) -> dict[str, Any]:
+        return self._call(self.store.interface_json)
+
+    async def put_profile(self, profile: dict[str, Any]) -> dict[str, Any]:
+        return self._call(self.store.update_profile, profile)
+
+    async def health(self) -> dict[str, Any]:
+        return self._call(self.store.health)
+
+    async def list_tasks(self, split: str = "all") -> list[str]:
+        return self._call(self.store.list_tasks, split)
+
+
+def _segment(episode_id: str) -> str:
+    """An id as one path segment, so an id with '/' or '?' still names an (unknown) episode."""
+    return quote(episode_id, safe="")
+
+
+def _reason(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    return str(detail) if detail is not None else response.text[:200] or response.reason_phrase
+
+
+def _describe(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -1,0 +1,280 @@
+"""The episode state machine: one BFCL task played through a protocol, step by step.
+
+`reset()` gives the opening messages, `step(action_text)` executes one assistant message and
+returns what the environment says back, `finish()` scores the episode with BFCL's official
+checker and diagnoses every ground-truth turn. The environment is deterministic, so the list of
+assistant messages (the action log) replays an episode exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from seal.bfcl import schema
+from seal.bfcl.calls import InvalidCallError, ToolCall
+from seal.bfcl.executor import Executor
+from seal.bfcl.tasks import Task, get_task
+from seal.bfcl.verifier import FORCE_TERMINATED, Verdict, official_verdict, turn_checks
+from seal.env.interface import RAW, Interface
+from seal.protocol import Protocol, get_protocol
+from seal.protocol.base import CallCandidate, ParsedAction
+from seal.tocf.diagnosis import diagnose, trajectory_profile
+from seal.tocf.evidence import CallEvidence, TurnEvidence
+
+Mode = Literal["train", "eval"]
+MODES = ("train", "eval")
+BFCL_STEP_LIMIT = 20
+
+
+class EpisodeDoneError(RuntimeError):
+    """A step on an episode that has already ended."""
+
+
+@dataclass(frozen=True)
+class EpisodeLimits:
+    """BFCL allows 20 model steps per user turn; `max_steps` optionally caps the whole episode."""
+
+    max_steps_per_turn: int = BFCL_STEP_LIMIT
+    max_steps: int | None = None
+    strict: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_steps_per_turn < 1 or (self.max_steps is not None and self.max_steps < 1):
+            raise ValueError("step limits must be positive")
+
+
+@dataclass(frozen=True)
+class StepResult:
+    observation: list[dict[str, str]]
+    done: bool
+    info: dict[str, Any]
+
+
+@dataclass
+class _Turn:
+    messages: list[int] = field(default_factory=list)
+    steps: list[list[ToolCall]] = field(default_factory=list)
+    calls: list[CallEvidence] = field(default_factory=list)
+    rejected_messages: int = 0
+
+
+class Episode:
+    """One task, one protocol, one interface version; owns its tool instances."""
+
+    def __init__(
+        self,
+        task: Task | str,
+        mode: Mode = "eval",
+        protocol: Protocol | str = "qwen_fc",
+        interface: Interface = RAW,
+        limits: EpisodeLimits | None = None,
+        taxonomy: str = "reference",
+        priority: tuple[str, ...] | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r} (expected train or eval)")
+        self.task = get_task(task) if isinstance(task, str) else task
+        self.mode = mode
+        self.protocol = get_protocol(protocol) if isinstance(protocol, str) else protocol
+        self.interface = interface if mode == "train" else RAW
+        self.limits = limits or EpisodeLimits()
+        self.taxonomy = taxonomy
+        self.priority = priority
+        self.executor = Executor(self.task)
+        self.docs = {doc["name"]: doc for doc in self.task.functions}
+        self.actions: list[str] = []
+        self.messages: list[dict[str, str]] = []
+        self.turn = 0
+        self.turns = [_Turn() for _ in range(self.task.num_turns)]
+        self.steps_in_turn = 0
+        self.done = False
+        self.completed = False
+        self.truncated = False
+        self._result: dict[str, Any] | None = None
+
+    # -- opening --------------------------------------------------------------------------
+    def reset(self) -> list[dict[str, str]]:
+        """The system prompt with the tools and the first user message(s)."""
+        if not self.messages:
+            system = self.protocol.system_prompt(
+                self.interface.present(self.task.functions), extra=self.interface.system_suffix()
+            )
+            self.messages = [{"role": "system", "content": system}, *self._user_messages(0)]
+        return [dict(m) for m in self.messages]
+
+    def _user_messages(self, turn: int) -> list[dict[str, str]]:
+        revealed = self.task.missed_functions.get(turn)
+        if revealed:
+            self.docs.update({doc["name"]: doc for doc in revealed})
+            text = self.protocol.reveal_message(self.interface.present(revealed))
+            return [{"role": "user", "content": text}]
+        return [{"role": "user", "content": m["content"]} for m in self.task.questions[turn]]
+
+    @property
+    def available_tools(self) -> list[str]:
+        return list(self.docs)
+
+    # -- stepping -------------------------------------------------------------------------
+    def step(self, action: str) -> StepResult:
+        if not isinstance(action, str):
+            raise TypeError("an action is the assistant's message text")
+        if self.done:
+            raise EpisodeDoneError(f"episode of {self.task.id} has ended; no more steps")
+        self.reset()
+        index = len(self.actions)
+        self.actions.append(action)
+        self.messages.append({"role": "assistant", "content": action})
+        self.steps_in_turn += 1
+        turn = self.turns[self.turn]
+        turn.messages.append(index)
+        parsed = self.protocol.parse(action)
+        info: dict[str, Any] = {"turn": self.turn, "accepted": [], "rejected": [], "errors": []}
+        info["turn_ended"] = not parsed.calls and not parsed.errors
+        observation = self._end_turn() if info["turn_ended"] else self._act(index, parsed, turn, info)
+        if not self.done:
+            self._check_limits()
+        self.messages.extend(observation)
+        info.update(done=self.done, truncated=self.truncated, steps=len(self.actions))
+        return StepResult(observation=observation, done=self.done, info=info)
+
+    def _end_turn(self) -> list[dict[str, str]]:
+        self.turn += 1
+        self.steps_in_turn = 0
+        if self.turn >= self.task.num_turns:
+            self.done = self.completed = True
+            return []
+        return self._user_messages(self.turn)
+
+    def _validate(self, candidate: CallCandidate) -> ToolCall | str:
+        """The executable call, or why it may not run (a name not shown now, or unsafe parts)."""
+        name = candidate.name
+        if not isinstance(name, str) or name not in self.docs or not self.executor.has_tool(name):
+            return f"Tool '{_text(name)[:80]}' is not available in the current tool list."
+        try:
+            return ToolCall(name, candidate.arguments)
+        except InvalidCallError as exc:
+            return str(exc)
+
+    def _act(
+        self, index: int, parsed: ParsedAction, turn: _Turn, info: dict[str, Any]
+    ) -> list[dict[str, str]]:
+        checked = [self._validate(candidate) for candidate in parsed.calls]
+        for candidate, call in zip(parsed.calls, checked, strict=True):
+            if isinstance(call, str):
+                info["rejected"].append({"name": _text(candidate.name), "reason": call})
+        problems = [*parsed.errors, *(call for call in checked if isinstance(call, str))]
+        if problems and (self.limits.strict or all(isinstance(call, str) for call in checked)):
+            return self._reject(index, parsed, turn, problems, info)
+        step: list[ToolCall] = []
+        results: list[str] = []
+        for candidate, call in zip(parsed.calls, checked, strict=True):
+            if isinstance(call, str):
+                turn.calls.append(
+                    CallEvidence(index, _text(candidate.name), accepted=False, reject_reason=call)
+                )
+                results.append(f"[ERROR] Invalid tool call format: {call}")
+            else:
+                results.append(self._execute(index, call, turn, info))
+                step.append(call)
+        turn.steps.append(step)
+        if parsed.errors:
+            turn.rejected_messages += 1
+            return [*self.protocol.observation(results), *self.protocol.error_observation(parsed.errors)]
+        return self.protocol.observation(results)
+
+    def _reject(
+        self, index: int, parsed: ParsedAction, turn: _Turn, problems: list[str], info: dict[str, Any]
+    ) -> list[dict[str, str]]:
+        turn.rejected_messages += 1
+        reason = "; ".join(problems)
+        for candidate in parsed.calls:
+            turn.calls.append(
+                CallEvidence(index, _text(candidate.name), accepted=False, reject_reason=reason)
+            )
+        if not info["rejected"]:
+            info["rejected"].append({"name": "", "reason": reason})
+        observation = self.protocol.error_observation(problems)
+        hint = self.interface.parse_error_hint(problems, self.available_tools, fmt=self.protocol.name)
+        if hint:
+            observation[-1] = {**observation[-1], "content": f"{observation[-1]['content']}\n{hint}"}
+        return observation
+
+    def _execute(self, index: int, call: ToolCall, turn: _Turn, info: dict[str, Any]) -> str:
+        doc = self.docs[call.name]
+        result = self.executor.execute(call)
+        turn.calls.append(
+            CallEvidence(
+                index,
+                call.name,
+                accepted=True,
+                error=result.error,
+                schema_violations=tuple(schema.violations(doc, call.arguments)),
+            )
+        )
+        info["accepted"].append({"name": call.name, "arguments": call.arguments})
+        if result.error is None:
+            return result.text
+        info["errors"].append({"name": call.name, "error": result.error})
+        hint = self.interface.error_hint(call.name, result.text, doc, arguments=call.arguments)
+        return f"{result.text}\n{hint}" if hint else result.text
+
+    def _check_limits(self) -> None:
+        over_turn = self.steps_in_turn >= self.limits.max_steps_per_turn
+        over_episode = self.limits.max_steps is not None and len(self.actions) >= self.limits.max_steps
+        if over_turn or over_episode:
+            self.done = self.truncated = True
+
+    # -- scoring --------------------------------------------------------------------------
+    def finish(self) -> dict[str, Any]:
+        """Reward, verdict, turn labels and evidence; may be called on an unfinished episode."""
+        if self._result is not None:
+            return self._result
+        model_turns = [turn.steps for turn in self.turns]
+        if self.completed:
+            verdict = official_verdict(self.task, model_turns)
+        else:
+            reason = "step limit reached" if self.truncated else "episode ended before the last turn"
+            verdict = Verdict(False, FORCE_TERMINATED, reason)
+        evidence = [
+            TurnEvidence(
+                turn=i,
+                gt_empty=not self.task.ground_truth[i],
+                reached=bool(turn.messages),
+                messages=tuple(turn.messages),
+                calls=tuple(turn.calls),
+                rejected_messages=turn.rejected_messages,
+                check=check,
+            )
+            for i, (turn, check) in enumerate(
+                zip(self.turns, turn_checks(self.task, model_turns), strict=True)
+            )
+        ]
+        labels = diagnose(evidence, self.taxonomy, self.priority)
+        self.done = True
+        self._result = {
+            "task_id": self.task.id,
+            "category": self.task.category,
+            "mode": self.mode,
+            "format": self.protocol.name,
+            "interface_version": self.interface.version,
+            "reward": 1.0 if verdict.valid else 0.0,
+            "verifier": verdict.to_dict(),
+            "taxonomy": self.taxonomy,
+            "labels": [label.label for label in labels],
+            "profile": trajectory_profile(labels),
+            "evidence": [
+                {**turn.to_dict(), "label": label.label, "why": label.evidence}
+                for turn, label in zip(evidence, labels, strict=True)
+            ],
+            "truncated": self.truncated,
+            "steps": len(self.actions),
+        }
+        return self._result
+
+    def action_log(self) -> dict[str, Any]:
+        return {"task_id": self.task.id, "format": self.protocol.name, "actions": list(self.actions)}
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else repr(value)[:80]

@@ -1,0 +1,85 @@
+"""Action logs: read and validate them, and replay them through an episode.
+
+An action log `{"task_id", "format", "actions": [assistant text, ...]}` replays an episode exactly,
+because the environment is deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from seal.bfcl.tasks import UnknownTaskError, get_task
+from seal.env.episode import Episode, EpisodeLimits
+from seal.protocol import PROTOCOLS
+
+
+class ActionLogError(ValueError):
+    """An action log that cannot be replayed; the message names the line and the problem."""
+
+
+def parse_action_log(text: str, where: str = "action log") -> dict[str, Any]:
+    """Validate one JSON line; raises ActionLogError with a one-line reason."""
+    try:
+        log = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ActionLogError(f"{where}: not JSON ({exc.msg})") from None
+    if not isinstance(log, dict):
+        raise ActionLogError(f"{where}: expected a JSON object")
+    task_id, fmt, actions = log.get("task_id"), log.get("format", "qwen_fc"), log.get("actions")
+    if not isinstance(task_id, str):
+        raise ActionLogError(f"{where}: 'task_id' must be a string")
+    try:
+        get_task(task_id)
+    except UnknownTaskError as exc:
+        raise ActionLogError(f"{where}: {exc}") from None
+    if fmt not in PROTOCOLS:
+        raise ActionLogError(f"{where}: unknown format {fmt!r} (expected one of {', '.join(PROTOCOLS)})")
+    if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
+        raise ActionLogError(f"{where}: 'actions' must be a list of strings")
+    return {**log, "task_id": task_id, "format": fmt, "actions": actions}
+
+
+def read_action_logs(path: Path) -> list[dict[str, Any]]:
+    """Every log of a JSONL file, validated before anything runs."""
+    path = Path(path)
+    if not path.is_file():
+        raise ActionLogError(f"{path}: no such file")
+    logs = []
+    with path.open() as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                logs.append(parse_action_log(line, f"{path}:{number}"))
+    if not logs:
+        raise ActionLogError(f"{path}: no action logs in the file")
+    return logs
+
+
+def replay(
+    log: dict[str, Any],
+    taxonomy: str = "reference",
+    priority: tuple[str, ...] | None = None,
+    limits: EpisodeLimits | None = None,
+) -> dict[str, Any]:
+    """Play the logged actions in an eval-mode episode and finish it; actions after the end are ignored."""
+    episode = Episode(
+        log["task_id"],
+        mode="eval",
+        protocol=log["format"],
+        taxonomy=taxonomy,
+        priority=priority,
+        limits=limits,
+    )
+    episode.reset()
+    for action in log["actions"]:
+        if episode.done:
+            break
+        episode.step(action)
+    return episode.finish()
+
+
+def replay_all(logs: Iterable[dict[str, Any]], **options: Any) -> Iterable[dict[str, Any]]:
+    for log in logs:
+        yield replay(log, **options)

@@ -1,0 +1,294 @@
+"""The episodes the environment service holds: ids, limits, idle reaping and the current interface Ω.
+
+All service behaviour lives here, so the HTTP routes and the in-process client behave identically;
+the routes only translate. Every method validates its input before it changes anything and raises a
+`StoreError` whose `status` is the HTTP code the service answers with and whose `reason` is one line.
+
+Concurrency: methods are synchronous and thread-safe. `_lock` guards the episode table and the
+counters, `_omega_lock` serialises Evolve, and every episode has its own lock, so the operations on
+one episode run one at a time whichever thread or event loop calls them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, cast
+
+from seal.bfcl.tasks import UnknownTaskError, get_task, load_tasks, split_ids
+from seal.env.episode import MODES, Episode, EpisodeDoneError, EpisodeLimits
+from seal.env.interface import PRESETS, Interface, build_interface, evolve
+from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, get_protocol
+from seal.tocf.labels import TAXONOMIES, validate_priority
+
+MAX_TASK_ID_CHARS = 128
+MAX_FORMAT_CHARS = 64
+MAX_ACTION_CHARS = 131_072
+MAX_REASON_CHARS = 500
+
+
+def one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """Collapse whitespace so a reason is a single log- and header-safe line."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+class StoreError(Exception):
+    """A request the store refuses; `status` is the HTTP code, `reason` a one-line explanation."""
+
+    status = 400
+
+    def __init__(self, reason: str) -> None:
+        self.reason = one_line(reason)
+        super().__init__(self.reason)
+
+
+class UnknownEpisode(StoreError):
+    status = 404
+
+
+class UnknownTask(StoreError):
+    status = 404
+
+
+class EpisodeFinished(StoreError):
+    status = 409
+
+
+class TooManyEpisodes(StoreError):
+    status = 429
+
+
+class BadRequest(StoreError):
+    status = 422
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """What a service operator tunes; validated up front so a bad flag fails at start, not per request."""
+
+    max_episodes: int = 512
+    ttl_s: float = 1800.0
+    interface_preset: str = "reference"
+    taxonomy: str = "reference"
+    priority: tuple[str, ...] | None = None
+    max_steps: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_episodes < 1:
+            raise ValueError("max_episodes must be at least 1")
+        if not self.ttl_s > 0:
+            raise ValueError("ttl_s must be positive")
+        if self.interface_preset not in PRESETS:
+            raise ValueError(
+                f"unknown interface preset {self.interface_preset!r} (expected {', '.join(PRESETS)})"
+            )
+        if self.taxonomy not in TAXONOMIES:
+            raise ValueError(f"unknown taxonomy {self.taxonomy!r} (expected {', '.join(TAXONOMIES)})")
+        if self.priority is not None:
+            object.__setattr__(self, "priority", validate_priority(self.priority))
+        EpisodeLimits(max_steps=self.max_steps)
+
+
+class CreatedEpisode(NamedTuple):
+    episode_id: str
+    messages: list[dict[str, str]]
+    interface_version: Any
+
+
+@dataclass
+class _Entry:
+    """One held episode; `episode` is dropped at finish so its tool instances are freed early."""
+
+    episode: Episode | None
+    last_access: float
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    result: dict[str, Any] | None = None
+
+
+class EpisodeStore:
+    """Open episodes keyed by uuid4 hex ids, an open-episode limit, an idle TTL and the current Ω."""
+
+    def __init__(
+        self, settings: StoreSettings | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.settings = settings or StoreSettings()
+        self._clock = clock
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._reserved = 0
+        self._lock = threading.Lock()
+        self._omega_lock = threading.Lock()
+        self._interface = build_interface(self.settings.interface_preset)
+        self._limits = EpisodeLimits(max_steps=self.settings.max_steps)
+        self._counters: Counter[str] = Counter()
+        self.task_count = len(load_tasks())
+
+    # -- reads ----------------------------------------------------------------------------
+    @property
+    def interface(self) -> Interface:
+        return self._interface
+
+    @property
+    def open_count(self) -> int:
+        return len(self._entries) + self._reserved
+
+    def counters(self) -> dict[str, int]:
+        """Cumulative event counts (created, steps, finished, deleted, reaped, rejected_full, evolved)."""
+        with self._lock:
+            return dict(self._counters)
+
+    def health(self) -> dict[str, Any]:
+        self.reap()
+        return {
+            "status": "ok",
+            "tasks": self.task_count,
+            "episodes_open": self.open_count,
+            "interface_version": self._interface.version,
+        }
+
+    def list_tasks(self, split: str = "all") -> list[str]:
+        if not isinstance(split, str):
+            raise BadRequest("split must be a string")
+        try:
+            return list(split_ids(split))
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+
+    def interface_json(self) -> dict[str, Any]:
+        return self._interface.to_json()
+
+    # -- episodes -------------------------------------------------------------------------
+    def create(self, task_id: str, mode: str, format: str | None = None) -> CreatedEpisode:
+        """Validate everything, reserve a slot, then build the episode outside the table lock."""
+        protocol = self._check_create(task_id, mode, format)
+        try:
+            task = get_task(task_id)
+        except UnknownTaskError as exc:
+            raise UnknownTask(str(exc)) from None
+        self.reap()
+        with self._lock:
+            if len(self._entries) + self._reserved >= self.settings.max_episodes:
+                self._counters["rejected_full"] += 1
+                raise TooManyEpisodes(
+                    f"open-episode limit of {self.settings.max_episodes} reached;"
+                    " finish and delete episodes first"
+                )
+            self._reserved += 1
+        try:
+            episode = Episode(
+                task,
+                mode=mode,  # type: ignore[arg-type]
+                protocol=protocol,
+                interface=self._interface,
+                limits=self._limits,
+                taxonomy=self.settings.taxonomy,
+                priority=self.settings.priority,
+            )
+            messages = episode.reset()
+        finally:
+            with self._lock:
+                self._reserved -= 1
+        episode_id = uuid.uuid4().hex
+        with self._lock:
+            self._entries[episode_id] = _Entry(episode, self._clock())
+            self._counters["created"] += 1
+        return CreatedEpisode(episode_id, messages, episode.interface.version)
+
+    @staticmethod
+    def _check_create(task_id: Any, mode: Any, format: Any) -> Protocol:
+        if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_CHARS:
+            raise BadRequest(f"task_id must be a string of 1 to {MAX_TASK_ID_CHARS} characters")
+        if mode not in MODES:
+            raise BadRequest(f"mode must be one of {', '.join(MODES)}")
+        name = DEFAULT_PROTOCOL if format is None else format
+        if not isinstance(name, str) or len(name) > MAX_FORMAT_CHARS or name not in PROTOCOLS:
+            raise BadRequest(f"format must be one of {', '.join(sorted(PROTOCOLS))}")
+        return get_protocol(name)
+
+    def step(self, episode_id: str, action: str) -> dict[str, Any]:
+        if not isinstance(action, str) or len(action) > MAX_ACTION_CHARS:
+            raise BadRequest(f"action must be a string of at most {MAX_ACTION_CHARS} characters")
+        entry = self._get(episode_id)
+        with entry.lock:
+            if entry.episode is None or entry.episode.done:
+                raise EpisodeFinished(
+                    f"episode {episode_id} has ended; call finish (and delete) instead of step"
+                )
+            try:
+                result = entry.episode.step(action)
+            except EpisodeDoneError as exc:
+                raise EpisodeFinished(str(exc)) from None
+        with self._lock:
+            self._counters["steps"] += 1
+        return {"observation": result.observation, "done": result.done, "info": result.info}
+
+    def finish(self, episode_id: str) -> dict[str, Any]:
+        """Score once and keep only the result, so a repeated finish answers the same and steps get 409."""
+        entry = self._get(episode_id)
+        with entry.lock:
+            if entry.episode is not None:
+                entry.result = entry.episode.finish()
+                entry.episode = None
+                with self._lock:
+                    self._counters["finished"] += 1
+            return cast(dict[str, Any], entry.result)
+
+    def delete(self, episode_id: str) -> None:
+        self.reap()
+        with self._lock:
+            if self._entries.pop(_id_key(episode_id), None) is None:
+                raise UnknownEpisode(_unknown(episode_id))
+            self._counters["deleted"] += 1
+
+    def reap(self) -> int:
+        """Drop episodes idle for longer than the TTL; the table is kept in last-access order."""
+        horizon = self._clock() - self.settings.ttl_s
+        reaped = 0
+        with self._lock:
+            while self._entries:
+                episode_id, entry = next(iter(self._entries.items()))
+                if entry.last_access > horizon:
+                    break
+                del self._entries[episode_id]
+                reaped += 1
+            self._counters["reaped"] += reaped
+        return reaped
+
+    def _get(self, episode_id: str) -> _Entry:
+        self.reap()
+        key = _id_key(episode_id)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                raise UnknownEpisode(_unknown(episode_id))
+            entry.last_access = self._clock()
+            self._entries.move_to_end(key)
+            return entry
+
+    # -- interface Ω ----------------------------------------------------------------------
+    def update_profile(self, profile: Mapping[str, Any]) -> dict[str, Any]:
+        """Evolve(Ω, C): episodes created afterwards use the new Ω, open ones keep theirs."""
+        if not isinstance(profile, Mapping):
+            raise BadRequest("profile must be a JSON object (the failure profile C_t)")
+        with self._omega_lock:
+            try:
+                evolved = evolve(self._interface, dict(profile))
+            except (ValueError, TypeError) as exc:
+                raise BadRequest(f"malformed profile: {exc}") from None
+            self._interface = evolved
+        with self._lock:
+            self._counters["evolved"] += 1
+        return evolved.to_json()
+
+
+def _id_key(episode_id: Any) -> str:
+    return episode_id if isinstance(episode_id, str) else ""
+
+
+def _unknown(episode_id: Any) -> str:
+    shown = episode_id[:64] if isinstance(episode_id, str) else type(episode_id).__name__
+    return f"unknown episode {shown!r} (never created, deleted, or reaped after the idle TTL)"

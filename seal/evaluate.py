@@ -1,0 +1,306 @@
+"""`seal eval`: score any OpenAI-compatible chat endpoint on the BFCL multi-turn splits.
+
+Eval-mode episodes (raw interface, DESIGN §3.4) are played against `{base_url}/chat/completions`;
+outputs go to `--out` as DESIGN §4.4 describes, plus `summary.md` and `run.json` (what was run).
+The API key is read from the environment only and is never written anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from seal.bfcl.tasks import split_ids
+from seal.evaluation.endpoint import ChatEndpoint, RetryPolicy
+from seal.evaluation.runner import Progress, run_episodes
+from seal.evaluation.store import OutputError, RunFolder
+from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+from seal.reports import markdown_table, summarize
+from seal.tocf.labels import TAXONOMIES
+
+SPLIT_CHOICES = ("test", "val", "train", "all")
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+SHOWN_DISAGREEMENTS = 10
+
+
+class UsageError(ValueError):
+    """A bad argument: reported as one line, exit status 2."""
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """Everything one run needs, validated (the API key travels separately and is never stored)."""
+
+    base_url: str
+    model: str
+    split: str
+    task_ids: tuple[str, ...]
+    format: str
+    taxonomy: str
+    concurrency: int
+    out: Path
+    resume: bool
+    retry_failed: bool
+    official: bool
+    max_tokens: int
+    timeout: float
+    retries: int
+    backoff: float
+
+    def meta(self) -> dict[str, Any]:
+        """`run.json`: what was run, with any user:password removed from the URL."""
+        parts = urlsplit(self.base_url)
+        shown = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+        fields = {
+            k: v for k, v in asdict(self).items() if k not in ("task_ids", "out", "resume", "retry_failed")
+        }
+        return {**fields, "base_url": shown, "tasks": len(self.task_ids)}
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    summary: dict[str, Any]
+    ran: int
+    failed: int
+    first_error: str | None
+    dropped: int
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `seal eval`."""
+    parser.add_argument(
+        "--base-url", required=True, help="OpenAI-compatible API root, e.g. http://host:8000/v1"
+    )
+    parser.add_argument("--model", required=True, help="model name sent in each request")
+    parser.add_argument("--split", choices=SPLIT_CHOICES, default="test", help="task split (default: test)")
+    parser.add_argument(
+        "--format",
+        choices=sorted(PROTOCOLS),
+        default=DEFAULT_PROTOCOL,
+        help=f"tool-call protocol (default: {DEFAULT_PROTOCOL})",
+    )
+    parser.add_argument(
+        "--taxonomy", choices=TAXONOMIES, default="reference", help="turn labels (default: reference)"
+    )
+    parser.add_argument(
+        "--tasks", help="comma-separated task ids, all within --split (default: the whole split)"
+    )
+    parser.add_argument("--limit", type=int, help="only the first N selected tasks (smoke runs)")
+    parser.add_argument("--concurrency", type=int, default=8, help="episodes in flight at once (default: 8)")
+    parser.add_argument(
+        "--out", type=Path, help="output folder (default: outputs/eval/<model>-<split>-<format>)"
+    )
+    parser.add_argument("--resume", action="store_true", help="skip tasks already in DIR/episodes.jsonl")
+    parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="with --resume, run again the episodes the endpoint failed",
+    )
+    parser.add_argument(
+        "--official",
+        action="store_true",
+        help="re-score the action logs with bfcl-eval's checker and report disagreements",
+    )
+    parser.add_argument("--max-tokens", type=int, default=4096, help="max_tokens per reply (default: 4096)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default: 300)")
+    parser.add_argument("--retries", type=int, default=3, help="retries of a transient failure (default: 3)")
+    parser.add_argument(
+        "--backoff", type=float, default=1.0, help="first retry delay in seconds, doubled each time"
+    )
+    parser.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help=f"environment variable holding the API key (default: {DEFAULT_KEY_ENV})",
+    )
+
+
+def _select(split: str, tasks: str | None, limit: int | None) -> tuple[str, ...]:
+    selected = split_ids(split)
+    if tasks is not None:
+        wanted = [t.strip() for t in tasks.split(",") if t.strip()]
+        if not wanted:
+            raise UsageError("--tasks names no task")
+        outside = [t for t in wanted if t not in set(selected)]
+        if outside:
+            raise UsageError(f"task {outside[0]!r} is not in the {split} split")
+        selected = tuple(dict.fromkeys(wanted))
+    if limit is not None:
+        selected = selected[:limit]
+    return selected
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
+
+
+def build_request(args: argparse.Namespace) -> EvalRequest:
+    """Validate the parsed options; raises UsageError with the one-line reason."""
+    parts = urlsplit(args.base_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"--base-url must be an http(s) URL, got {args.base_url!r}")
+    if not args.model.strip():
+        raise UsageError("--model must not be empty")
+    for name in ("concurrency", "max_tokens", "limit"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    if args.retries < 0 or args.backoff < 0:
+        raise UsageError("--retries and --backoff must not be negative")
+    if args.retry_failed and not args.resume:
+        raise UsageError("--retry-failed only applies with --resume")
+    out = args.out or Path("outputs") / "eval" / f"{_slug(args.model)}-{args.split}-{args.format}"
+    return EvalRequest(
+        base_url=args.base_url,
+        model=args.model,
+        split=args.split,
+        task_ids=_select(args.split, args.tasks, args.limit),
+        format=args.format,
+        taxonomy=args.taxonomy,
+        concurrency=args.concurrency,
+        out=Path(out),
+        resume=args.resume,
+        retry_failed=args.retry_failed,
+        official=args.official,
+        max_tokens=args.max_tokens,
+        timeout=args.timeout,
+        retries=args.retries,
+        backoff=args.backoff,
+    )
+
+
+def api_key_from_env(var: str | None) -> str | None:
+    """The key named by `--api-key-env` (which must be set), else `$OPENAI_API_KEY` if set."""
+    if var is not None:
+        key = os.environ.get(var)
+        if not key:
+            raise UsageError(f"--api-key-env names {var}, which is not set in the environment")
+        return key
+    return os.environ.get(DEFAULT_KEY_ENV) or None
+
+
+def _markdown(request: EvalRequest, report: EvalReport) -> str:
+    lines = [
+        f"# seal eval: {request.split}",
+        "",
+        f"model `{request.model}` · base URL `{request.meta()['base_url']}` · format `{request.format}` · "
+        f"taxonomy `{request.taxonomy}`",
+        "",
+        markdown_table(report.summary).rstrip("\n"),
+    ]
+    lines.extend(f"\n{line}" for line in _notes(report))
+    return "\n".join(lines) + "\n"
+
+
+def _notes(report: EvalReport) -> list[str]:
+    notes = []
+    if report.dropped:
+        notes.append(f"resume dropped {report.dropped} broken or failed line(s); those tasks ran again")
+    if report.failed:
+        notes.append(
+            f"{report.failed} of {report.ran} episode(s) run now failed on the endpoint "
+            f'("error" in episodes.jsonl); first: {report.first_error}'
+        )
+    official = report.summary.get("official")
+    if official is not None:
+        notes.append(
+            f"official re-score: {official['checked']} checked, "
+            f"{len(official['disagreements'])} disagreement(s) with the episode rewards"
+        )
+        for item in official["disagreements"][:SHOWN_DISAGREEMENTS]:
+            notes.append(
+                f"  {item['task_id']}: reward {item['reward']:g}, "
+                f"official_verdict {item['official_verdict']:g}, "
+                f"multi_turn_checker {item['multi_turn_checker']:g} ({item['why']})"
+            )
+    return notes
+
+
+async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
+    """Run (or resume) the episodes, then write the summary; raises OutputError on an unusable --out."""
+    folder = RunFolder(request.out)
+    try:
+        if request.resume:
+            resumed = folder.resume(request.meta(), request.task_ids, request.retry_failed)
+            records, dropped = dict(resumed.records), resumed.dropped
+        else:
+            folder.start(request.meta())
+            records, dropped = {}, 0
+    except OSError as exc:
+        raise OutputError(f"cannot use --out {request.out}: {exc}") from exc
+    todo = [task_id for task_id in request.task_ids if task_id not in records]
+    progress = Progress(total=len(request.task_ids), finished=list(records.values()))
+    policy = RetryPolicy(retries=request.retries, backoff=request.backoff)
+    try:
+        async with ChatEndpoint(
+            request.base_url,
+            request.model,
+            api_key=api_key,
+            max_tokens=request.max_tokens,
+            timeout=request.timeout,
+            policy=policy,
+            max_connections=request.concurrency,
+        ) as endpoint:
+            with folder:
+                played = await run_episodes(
+                    endpoint,
+                    todo,
+                    protocol=request.format,
+                    taxonomy=request.taxonomy,
+                    concurrency=request.concurrency,
+                    folder=folder,
+                    progress=progress,
+                )
+    finally:
+        progress.close()
+    records.update((p.record["task_id"], p.record) for p in played)
+    folder.put_in_order(request.task_ids)
+    summary = summarize([records[t] for t in request.task_ids], request.split)
+    if request.official:
+        from seal.evaluation.official import rescore
+
+        summary["official"] = rescore(folder.action_logs(), {t: r["reward"] for t, r in records.items()})
+    failures = [p for p in played if p.failed]
+    report = EvalReport(
+        summary, len(played), len(failures), failures[0].record["error"] if failures else None, dropped
+    )
+    folder.write_summary(summary, _markdown(request, report))
+    return report
+
+
+def run_eval_command(args: argparse.Namespace) -> int:
+    """`seal eval`: 0 when the run completed, 1 when every episode it ran failed on the endpoint,
+    2 on bad arguments or an output folder it may not use, 130 when interrupted (work so far is kept)."""
+    try:
+        request = build_request(args)
+        api_key = api_key_from_env(args.api_key_env)
+    except ValueError as exc:
+        print(f"seal eval: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        report = asyncio.run(evaluate(request, api_key))
+    except OutputError as exc:
+        print(f"seal eval: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"seal eval: interrupted; finished episodes are in {request.out}, rerun with --resume",
+            file=sys.stderr,
+        )
+        return 130
+    print(markdown_table(report.summary), end="")
+    print(
+        f"model {request.model} · base URL {request.meta()['base_url']} · format {request.format} · "
+        f"taxonomy {request.taxonomy} · results in {request.out}"
+    )
+    for note in _notes(report):
+        print(note)
+    return 1 if report.ran and report.failed == report.ran else 0

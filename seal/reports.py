@@ -1,0 +1,121 @@
+"""Per-category tables and charts of episode results, shared by `seal eval` and `seal diagnose`."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from seal.bfcl.tasks import CATEGORIES, category_of
+
+SHORT_NAMES = {
+    "multi_turn_base": "base",
+    "multi_turn_miss_func": "miss_func",
+    "multi_turn_miss_param": "miss_param",
+    "multi_turn_long_context": "long_context",
+}
+
+
+def summarize(episodes: Sequence[dict[str, Any]], split: str | None = None) -> dict[str, Any]:
+    """`{"split", "n", "pass_rate", "by_category": {category: {"n", "pass_rate", "labels": {label: share}}}}`.
+
+    `pass_rate` overall is the mean over the categories present (the paper's "Avg"); label shares
+    are shares of ground-truth turns within the category.
+    """
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for episode in episodes:
+        grouped[category_of(episode["task_id"])].append(episode)
+    by_category = {}
+    for category in sorted(grouped, key=_category_order):
+        rows = grouped[category]
+        labels = Counter(label for row in rows for label in row.get("labels", []))
+        turns = sum(labels.values())
+        by_category[category] = {
+            "n": len(rows),
+            "pass_rate": sum(row["reward"] >= 1.0 for row in rows) / len(rows),
+            "labels": {label: count / turns for label, count in sorted(labels.items())} if turns else {},
+        }
+    rates = [entry["pass_rate"] for entry in by_category.values()]
+    return {
+        "split": split,
+        "n": len(episodes),
+        "pass_rate": sum(rates) / len(rates) if rates else 0.0,
+        "by_category": by_category,
+    }
+
+
+def _category_order(category: str) -> int:
+    return CATEGORIES.index(category) if category in CATEGORIES else len(CATEGORIES)
+
+
+def _all_labels(summary: dict[str, Any]) -> list[str]:
+    return sorted({label for entry in summary["by_category"].values() for label in entry["labels"]})
+
+
+def markdown_table(summary: dict[str, Any]) -> str:
+    """One row per category (and the average): n, pass rate, then the share of turns per label."""
+    labels = _all_labels(summary)
+    header = ["category", "n", "pass rate", *labels]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for category, entry in summary["by_category"].items():
+        shares = [f"{entry['labels'].get(label, 0.0):.1%}" for label in labels]
+        name = SHORT_NAMES.get(category, category)
+        lines.append("| " + " | ".join([name, str(entry["n"]), f"{entry['pass_rate']:.1%}", *shares]) + " |")
+    blanks = [""] * len(labels)
+    lines.append(
+        "| " + " | ".join(["**average**", str(summary["n"]), f"{summary['pass_rate']:.1%}", *blanks]) + " |"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def plot_label_shares(summary: dict[str, Any], path: Path, title: str = "Turn labels by category") -> Path:
+    """A stacked bar chart: per category, the share of ground-truth turns carrying each label."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = _all_labels(summary)
+    categories = list(summary["by_category"])
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(categories) + 3), 4.5))
+    bottoms = [0.0] * len(categories)
+    colours = plt.get_cmap("tab20")
+    names = [SHORT_NAMES.get(c, c) for c in categories]
+    for i, label in enumerate(labels):
+        shares = [summary["by_category"][c]["labels"].get(label, 0.0) for c in categories]
+        ax.bar(names, shares, bottom=bottoms, label=label, color=colours(i % 20))
+        bottoms = [b + s for b, s in zip(bottoms, shares, strict=True)]
+    for x, category in enumerate(categories):
+        rate = summary["by_category"][category]["pass_rate"]
+        ax.text(x, 1.02, f"pass {rate:.0%}", ha="center", fontsize=9)
+    ax.set_ylim(0, 1.1)
+    ax.set_ylabel("share of ground-truth turns")
+    ax.set_title(title)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def episode_record(result: dict[str, Any], with_labels: bool = True) -> dict[str, Any]:
+    """The machine-readable line of DESIGN §4.4 for one episode."""
+    record = {
+        "task_id": result["task_id"],
+        "reward": result["reward"],
+        "taxonomy": result["taxonomy"],
+        "truncated": result["truncated"],
+    }
+    if with_labels:
+        record.update(labels=result["labels"], profile=result["profile"], evidence=result["evidence"])
+    return record
+
+
+def read_jsonl(path: Path) -> Iterable[tuple[int, str]]:
+    """Non-empty lines with their 1-based line numbers."""
+    with Path(path).open() as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield number, line

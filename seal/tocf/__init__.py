@@ -1,0 +1,35 @@
+"""Diagnosis Ψ, failure profile C_t and A-Patch advantage weights: pure, stdlib only, no project imports."""
+
+from seal.tocf.apatch import APatchConfig, APatchState, apply_apatch, dynamic_update, static_weight
+from seal.tocf.diagnosis import Label, diagnose, trajectory_profile
+from seal.tocf.evidence import CallEvidence, TurnCheck, TurnEvidence
+from seal.tocf.labels import (
+    DEFAULT_PRIORITY,
+    DEFAULT_RHO,
+    EXCLUDED,
+    PAPER_LABELS,
+    REFERENCE_LABELS,
+    TABLE5_PRIORITY,
+)
+from seal.tocf.profile import FailureProfile
+
+__all__ = [
+    "DEFAULT_PRIORITY",
+    "DEFAULT_RHO",
+    "EXCLUDED",
+    "PAPER_LABELS",
+    "REFERENCE_LABELS",
+    "TABLE5_PRIORITY",
+    "APatchConfig",
+    "APatchState",
+    "CallEvidence",
+    "FailureProfile",
+    "Label",
+    "TurnCheck",
+    "TurnEvidence",
+    "apply_apatch",
+    "diagnose",
+    "dynamic_update",
+    "static_weight",
+    "trajectory_profile",
+]

@@ -1,0 +1,255 @@
+"""A-Patch (DESIGN §4.3): diagnosis-weighted GRPO advantages, static (paper Eq. 11–12) or dynamic.
+
+Pure functions over plain lists so the trainer can call them on whatever it holds and tests can check
+them by hand; the only state, the current ρ, lives in `APatchState` and goes into the checkpoint.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any
+
+from seal.tocf.labels import DEFAULT_RHO, EXCLUDED, PASS
+from seal.tocf.profile import FailureProfile
+
+APPLY_TO = ("all", "positive_advantage", "negative_advantage")
+METRIC_PREFIX = "seal/apatch"
+STATE_VERSION = 1
+
+
+def _finite(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _natural(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _rho_table(rho: Mapping[str, Any], name: str) -> dict[str, float]:
+    if not isinstance(rho, Mapping):
+        raise ValueError(f"{name} must be a mapping label -> weight, got {type(rho).__name__}")
+    table = {}
+    for label, weight in rho.items():
+        if not isinstance(label, str):
+            raise ValueError(f"{name} keys must be label names, got {label!r}")
+        table[label] = _finite(weight, f"{name}[{label!r}]")
+        if table[label] < 0:
+            raise ValueError(f"{name}[{label!r}] must be >= 0, got {weight!r}")
+    return table
+
+
+def _clip(x: float, lo: float, hi: float) -> float:
+    return min(hi, max(lo, x))
+
+
+@dataclass(frozen=True)
+class APatchConfig:
+    """A-Patch settings; `rho` overrides DEFAULT_RHO label by label and becomes ρ0 of the dynamic update.
+
+    Every field may be set to zero where zero means something (ema_beta 0 freezes ρ, prevalence_alpha 0
+    keeps targets at ρ0, confidence_samples 0 trusts a label from its first occurrence).
+    """
+
+    w_min: float = 0.5
+    w_max: float = 2.0
+    rho: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_RHO))
+    dynamic: bool = True
+    ema_beta: float = 0.25
+    prevalence_alpha: float = 1.0
+    confidence_samples: int = 32
+    apply_to: str = "all"
+    warmup_steps: int = 0
+    normalize_mean: bool = False
+
+    def __post_init__(self) -> None:
+        w_min, w_max = _finite(self.w_min, "w_min"), _finite(self.w_max, "w_max")
+        if not 0 < w_min <= w_max:
+            raise ValueError(f"need 0 < w_min <= w_max (zero would erase signs), got {w_min}, {w_max}")
+        beta = _finite(self.ema_beta, "ema_beta")
+        if not 0 <= beta <= 1:
+            raise ValueError(f"ema_beta must be in [0, 1], got {beta}")
+        alpha = _finite(self.prevalence_alpha, "prevalence_alpha")
+        if alpha < 0:
+            raise ValueError(f"prevalence_alpha must be >= 0, got {alpha}")
+        _natural(self.confidence_samples, "confidence_samples")
+        _natural(self.warmup_steps, "warmup_steps")
+        if self.apply_to not in APPLY_TO:
+            raise ValueError(f"apply_to must be one of {list(APPLY_TO)}, got {self.apply_to!r}")
+        for flag in ("dynamic", "normalize_mean"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
+        rho = {**DEFAULT_RHO, **_rho_table(self.rho, "rho")}
+        normalized = {"w_min": w_min, "w_max": w_max, "ema_beta": beta, "prevalence_alpha": alpha}
+        for name, value in normalized.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "rho", MappingProxyType(rho))
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> APatchConfig:
+        """Build from a config section (dict or OmegaConf converted to a dict); unknown keys are errors."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown A-Patch option(s) {unknown}; known: {sorted(known)}")
+        return cls(**dict(data))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["rho"] = dict(self.rho)
+        return out
+
+
+def static_weight(labels: Sequence[str], rho: Mapping[str, float], w_min: float, w_max: float) -> float:
+    """w = clip(Σ_z p(z) ρ(z)) over the non-excluded labels; 1.0 when there is nothing to weigh."""
+    weighable = [label for label in labels if label not in EXCLUDED]
+    if not weighable:
+        return 1.0
+    return _clip(sum(rho.get(label, 1.0) for label in weighable) / len(weighable), w_min, w_max)
+
+
+def dynamic_update(
+    rho: Mapping[str, float], rho0: Mapping[str, float], profile: FailureProfile, cfg: APatchConfig
+) -> dict[str, float]:
+    """One closed-loop step: move ρ by EMA toward targets raised by prevalence × stagnation × confidence.
+
+    Uses the profile's window (which must already contain this step's batch). With no non-excluded
+    occurrence in the window there is no signal, and ρ is returned unchanged.
+    """
+    window = profile.window
+    total = window.weighable_total()
+    if total == 0:
+        return dict(rho)
+    beta = cfg.ema_beta
+    updated = {}
+    for label in sorted(set(rho0) | set(window.labels) | set(rho)):
+        base = rho0.get(label, 1.0)
+        if label in EXCLUDED:
+            target = 1.0
+        elif label == PASS:
+            target = base
+        else:
+            n = window.labels.get(label, 0)
+            confidence = 1.0 if cfg.confidence_samples == 0 else min(1.0, n / cfg.confidence_samples)
+            stagnation = 1.0 - profile.mean_reward(label, "window")
+            boost = 1.0 + cfg.prevalence_alpha * (n / total) * stagnation * confidence
+            target = _clip(base * boost, cfg.w_min, cfg.w_max)
+        updated[label] = (1.0 - beta) * rho.get(label, base) + beta * target
+    return updated
+
+
+def _normalized(weights: list[float], indices: list[int], w_min: float, w_max: float) -> list[float]:
+    """Rescale the chosen weights to mean 1, then clip again (so the mean is 1 up to clipping)."""
+    if not indices:
+        return weights
+    mean = sum(weights[i] for i in indices) / len(indices)
+    out = list(weights)
+    for i in indices:
+        out[i] = _clip(weights[i] / mean, w_min, w_max)
+    return out
+
+
+def _factor(advantage: float, weight: float, apply_to: str) -> float:
+    if apply_to == "positive_advantage":
+        return weight if advantage > 0 else 1.0
+    if apply_to == "negative_advantage":
+        return weight if advantage < 0 else 1.0
+    return weight
+
+
+def apply_apatch(
+    advantages: Sequence[float],
+    labels_per_traj: Sequence[Sequence[str] | None],
+    rho: Mapping[str, float],
+    cfg: APatchConfig,
+    step: int,
+) -> tuple[list[float], dict[str, float]]:
+    """Scale each trajectory's advantage by its A-Patch weight; return the advantages and metrics.
+
+    A trajectory with None or no labels keeps weight 1 (counted in missing_label_count). mean_scale and
+    scaled_count describe the factors actually applied, after apply_to. Weights are positive, so no
+    advantage changes sign.
+    """
+    if len(advantages) != len(labels_per_traj):
+        raise ValueError(f"{len(advantages)} advantages but {len(labels_per_traj)} label lists")
+    weights: list[float] = []
+    weighed: list[int] = []
+    occurrences: Counter[str] = Counter()
+    missing = 0
+    for i, labels in enumerate(labels_per_traj):
+        if not labels:
+            missing += 1
+            weights.append(1.0)
+            continue
+        occurrences.update(labels)
+        weights.append(static_weight(labels, rho, cfg.w_min, cfg.w_max))
+        if any(label not in EXCLUDED for label in labels):
+            weighed.append(i)
+
+    n_occ = sum(occurrences.values())
+    metrics: dict[str, float] = {f"{METRIC_PREFIX}/missing_label_count": float(missing)}
+    for label in sorted(set(rho) | set(occurrences)):
+        metrics[f"{METRIC_PREFIX}/label_frac/{label}"] = occurrences[label] / n_occ if n_occ else 0.0
+        metrics[f"{METRIC_PREFIX}/label_weight/{label}"] = float(rho.get(label, 1.0))
+
+    if step < cfg.warmup_steps:
+        metrics.update(
+            {
+                f"{METRIC_PREFIX}/mean_scale": 1.0,
+                f"{METRIC_PREFIX}/scaled_count": 0.0,
+                f"{METRIC_PREFIX}/warmup_skipped": 1.0,
+            }
+        )
+        return [float(a) for a in advantages], metrics
+
+    if cfg.normalize_mean:
+        weights = _normalized(weights, weighed, cfg.w_min, cfg.w_max)
+    factors = [_factor(a, w, cfg.apply_to) for a, w in zip(advantages, weights, strict=True)]
+    metrics.update(
+        {
+            f"{METRIC_PREFIX}/mean_scale": sum(factors) / len(factors) if factors else 1.0,
+            f"{METRIC_PREFIX}/scaled_count": float(sum(1 for f in factors if f != 1.0)),
+            f"{METRIC_PREFIX}/warmup_skipped": 0.0,
+        }
+    )
+    return [a * f for a, f in zip(advantages, factors, strict=True)], metrics
+
+
+@dataclass
+class APatchState:
+    """The current ρ and how many dynamic updates produced it; saved and restored with checkpoints."""
+
+    rho: dict[str, float]
+    updates: int = 0
+
+    @classmethod
+    def initial(cls, cfg: APatchConfig) -> APatchState:
+        return cls(dict(cfg.rho))
+
+    def update(self, profile: FailureProfile, cfg: APatchConfig) -> dict[str, float]:
+        """Run the dynamic update if enabled (once per step, after the batch entered the profile)."""
+        if cfg.dynamic:
+            self.rho = dynamic_update(self.rho, cfg.rho, profile, cfg)
+            self.updates += 1
+        return dict(self.rho)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": STATE_VERSION, "rho": dict(sorted(self.rho.items())), "updates": self.updates}
+
+    @classmethod
+    def from_json(cls, data: Any) -> APatchState:
+        if not isinstance(data, Mapping):
+            raise ValueError(f"A-Patch state must be a JSON object, got {type(data).__name__}")
+        version = data.get("version")
+        if isinstance(version, bool) or version != STATE_VERSION:
+            raise ValueError(f"A-Patch state: unsupported version {version!r}; expected {STATE_VERSION}")
+        if "rho" not in data:
+            raise ValueError("A-Patch state: missing key 'rho'")
+        return cls(_rho_table(data["rho"], "A-Patch state rho"), _natural(data.get("updates", 0), "updates"))

@@ -1,0 +1,319 @@
+"""`seal eval` against scripted OpenAI-compatible endpoints served on loopback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from seal.bfcl.ground_truth import ground_truth_calls
+from seal.bfcl.tasks import CATEGORIES, get_task, split_ids
+from seal.evaluate import add_eval_arguments, run_eval_command
+from seal.evaluation.official import bfcl_task, replay_calls, rescore
+from tests.helpers import END_OF_TURN as DONE
+from tests.helpers import ground_truth_actions
+from tests.scripted_endpoint import SILENT, Script, serve
+
+DEFECTS = {"multi_turn_miss_func_49"}
+ABSTAIN_LABELS = {"missing_tool_call", "empty_turn_model_response", "correct_abstention"}
+
+
+def sample(per_category: int) -> list[str]:
+    """`per_category` test tasks of each category, from different scenarios in each category, so the
+    oracle can tell them apart by their opening question."""
+    test = [t for t in split_ids("test") if t not in DEFECTS]
+    chosen = []
+    for k, category in enumerate(CATEGORIES):
+        ids = [t for t in test if t.rsplit("_", 1)[0] == category]
+        chosen += ids[k * per_category : (k + 1) * per_category]
+    return chosen
+
+
+def run(url: str, out: Path, *extra: str, tasks: list[str] | None = None, model: str = "oracle") -> int:
+    parser = argparse.ArgumentParser()
+    add_eval_arguments(parser)
+    argv = ["--base-url", url, "--model", model, "--out", str(out), "--concurrency", "4", *extra]
+    if tasks is not None:
+        argv += ["--tasks", ",".join(tasks)]
+    return run_eval_command(parser.parse_args(argv))
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def summary(out: Path) -> dict[str, Any]:
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_oracle_passes_every_category_and_the_official_rescore_agrees(tmp_path, capsys):
+    tasks = sample(3)
+    script = Script(tasks)
+    out = tmp_path / "oracle"
+    with serve(script) as url:
+        assert run(url, out, "--official", "--max-tokens", "512", tasks=tasks) == 0
+    result = summary(out)
+    assert set(result) == {"split", "n", "pass_rate", "by_category", "official"}
+    assert (result["split"], result["n"], result["pass_rate"]) == ("test", 12, 1.0)
+    assert list(result["by_category"]) == list(CATEGORIES)
+    for entry in result["by_category"].values():
+        assert set(entry) == {"n", "pass_rate", "labels"}
+        assert (entry["n"], entry["pass_rate"]) == (3, 1.0)
+        assert set(entry["labels"]) <= {"pass", "correct_abstention"}
+    assert result["official"] == {"checked": 12, "disagreements": []}
+
+    episodes = lines(out / "episodes.jsonl")
+    assert [e["task_id"] for e in episodes] == tasks
+    for episode in episodes:
+        assert {"task_id", "reward", "taxonomy", "labels", "profile", "evidence", "truncated"} <= set(episode)
+        assert "error" not in episode
+        assert len(episode["labels"]) == get_task(episode["task_id"]).num_turns
+    logs = lines(out / "actions.jsonl")
+    assert [log["task_id"] for log in logs] == tasks
+    assert all(log["format"] == "qwen_fc" and log["actions"] for log in logs)
+
+    for body in script.requests:
+        assert body["model"] == "oracle" and body["temperature"] == 0 and body["max_tokens"] == 512
+        assert "tools" not in body
+        assert body["messages"][0]["role"] == "system" and "<tools>" in body["messages"][0]["content"]
+    printed = capsys.readouterr().out
+    assert "| **average** | 12 | 100.0% |" in printed
+    assert "official re-score: 12 checked, 0 disagreement(s)" in printed
+    assert f"model `oracle` · base URL `{url}` · format `qwen_fc`" in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("format_name", ["llama3_json", "python_list"])
+def test_oracle_passes_in_the_other_formats(tmp_path, format_name):
+    tasks = sample(1)
+    out = tmp_path / format_name
+    with serve(Script(tasks, format_name)) as url:
+        assert run(url, out, "--format", format_name, "--official", tasks=tasks) == 0
+    result = summary(out)
+    assert result["pass_rate"] == 1.0 and result["official"] == {"checked": 4, "disagreements": []}
+    assert {log["format"] for log in lines(out / "actions.jsonl")} == {format_name}
+
+
+@pytest.mark.parametrize(
+    ("taxonomy", "no_call_label"),
+    [("reference", "empty_turn_model_response"), ("paper", "missing_tool_call")],
+)
+def test_a_model_that_never_calls_tools_scores_zero(tmp_path, taxonomy, no_call_label):
+    tasks = sample(2)
+    out = tmp_path / "silent"
+    with serve(Script(tasks, silent=True)) as url:
+        assert run(url, out, "--official", "--taxonomy", taxonomy, tasks=tasks) == 0
+    result = summary(out)
+    assert result["n"] == 8 and result["pass_rate"] == 0.0
+    assert all(entry["pass_rate"] == 0.0 for entry in result["by_category"].values())
+    assert result["official"] == {"checked": 8, "disagreements": []}
+    episodes = lines(out / "episodes.jsonl")
+    assert {e["taxonomy"] for e in episodes} == {taxonomy}
+    labels = [label for episode in episodes for label in episode["labels"]]
+    assert set(labels) == {no_call_label, "correct_abstention"} and set(labels) <= ABSTAIN_LABELS
+    for log in lines(out / "actions.jsonl"):
+        assert set(log["actions"]) == {SILENT}
+
+
+def test_a_resumed_run_gives_the_same_summary_as_an_uninterrupted_one(tmp_path, capsys):
+    tasks = sample(2)[1:7]
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    with serve(Script(tasks)) as url:
+        assert run(url, whole, tasks=tasks) == 0
+        assert run(url, parts, "--limit", "2", tasks=tasks) == 0
+        kept = (parts / "episodes.jsonl").read_text()
+        assert len(kept.splitlines()) == 2
+        # An interruption between the two appends, then one in the middle of a line.
+        with (parts / "actions.jsonl").open("a") as handle:
+            handle.write(json.dumps({"task_id": tasks[2], "format": "qwen_fc", "actions": ["half"]}) + "\n")
+        with (parts / "episodes.jsonl").open("a") as handle:
+            handle.write('{"task_id": "' + tasks[3] + '", "rew')
+        before = {p.name: p.read_bytes() for p in parts.iterdir()}
+        capsys.readouterr()
+
+        assert run(url, parts, tasks=tasks) == 2
+        assert "--resume" in capsys.readouterr().err
+        assert {p.name: p.read_bytes() for p in parts.iterdir()} == before
+
+        assert run(url, parts, "--resume", tasks=tasks) == 0
+    assert summary(parts) == summary(whole)
+    resumed = (parts / "episodes.jsonl").read_text()
+    assert resumed.startswith(kept)
+    assert [e["task_id"] for e in lines(parts / "episodes.jsonl")] == tasks
+    assert [log["task_id"] for log in lines(parts / "actions.jsonl")] == tasks
+    assert lines(parts / "actions.jsonl") == lines(whole / "actions.jsonl")
+    assert "resume dropped 1 broken or failed line(s)" in capsys.readouterr().out
+
+
+def test_resume_refuses_a_different_model_or_a_wider_selection(tmp_path, capsys):
+    tasks = sample(1)
+    out = tmp_path / "run"
+    with serve(Script(tasks)) as url:
+        assert run(url, out, tasks=tasks) == 0
+        assert run(url, out, "--resume", tasks=tasks, model="other") == 2
+        assert "model 'oracle'" in capsys.readouterr().err
+        assert run(url, out, "--resume", tasks=tasks[:2]) == 2
+        assert "outside this selection" in capsys.readouterr().err
+
+
+def test_endpoint_failures_fail_only_their_episodes(tmp_path, capsys):
+    tasks = sample(2)[:7]
+    faults = {
+        tasks[0]: ("http500", 1),
+        tasks[1]: ("slow", 0),
+        tasks[2]: ("garbage", 0),
+        tasks[3]: ("no_content", 1),
+        tasks[4]: ("flaky", 0),
+    }
+    out = tmp_path / "faults"
+    script = Script(tasks, faults=faults)
+    with serve(script) as url:
+        argv = ("--timeout", "0.3", "--retries", "1", "--backoff", "0.01", "--concurrency", "7")
+        assert run(url, out, *argv, tasks=tasks) == 0
+    episodes = {e["task_id"]: e for e in lines(out / "episodes.jsonl")}
+    expected = {
+        tasks[0]: "HTTP 500",
+        tasks[1]: "timed out",
+        tasks[2]: "malformed JSON",
+        tasks[3]: "content is NoneType",
+    }
+    for task_id, reason in expected.items():
+        episode = episodes[task_id]
+        assert reason in episode["error"] and episode["reward"] == 0.0
+        assert len(episode["labels"]) == get_task(task_id).num_turns
+    assert episodes[tasks[0]]["labels"][0] == "pass"
+    assert "gave up after 2 attempt(s)" in episodes[tasks[0]]["error"]
+    for task_id in tasks[4:]:
+        assert "error" not in episodes[task_id] and episodes[task_id]["reward"] == 1.0
+    assert summary(out)["n"] == 7
+    assert "4 of 7 episode(s) run now failed on the endpoint" in capsys.readouterr().out
+
+
+def test_retry_failed_reruns_only_the_failed_episodes(tmp_path):
+    tasks = sample(1)
+    out = tmp_path / "retry"
+    with serve(Script(tasks, faults={tasks[1]: ("http500", 0)})) as url:
+        assert run(url, out, "--retries", "0", tasks=tasks) == 0
+    first = {e["task_id"]: e for e in lines(out / "episodes.jsonl")}
+    assert "error" in first[tasks[1]]
+    with serve(Script(tasks)) as url:
+        assert run(url, out, "--resume", "--retry-failed", tasks=tasks) == 0
+    second = {e["task_id"]: e for e in lines(out / "episodes.jsonl")}
+    assert second[tasks[0]] == first[tasks[0]]
+    assert "error" not in second[tasks[1]] and second[tasks[1]]["reward"] == 1.0
+    assert summary(out)["pass_rate"] == 1.0
+
+
+def test_an_unreachable_endpoint_fails_each_episode_and_exits_1(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "down"
+    assert run(f"http://127.0.0.1:{port}/v1", out, "--retries", "0", "--limit", "2", "--split", "val") == 1
+    episodes = lines(out / "episodes.jsonl")
+    assert len(episodes) == 2 and all("ConnectError" in e["error"] and e["reward"] == 0.0 for e in episodes)
+
+
+def test_the_api_key_reaches_the_endpoint_but_no_output(tmp_path, capsys, monkeypatch):
+    secret, default_secret = "sk-SENTINEL-7f3a91c2d4", "sk-DEFAULT-SENTINEL-55aa"
+    monkeypatch.setenv("SEAL_EVAL_TEST_KEY", secret)
+    monkeypatch.setenv("OPENAI_API_KEY", default_secret)
+    tasks = sample(1)
+    script = Script(tasks, faults={tasks[0]: ("echo_auth", 0)})
+    out, default_out = tmp_path / "keyed", tmp_path / "default"
+    with serve(script) as url:
+        assert run(url, out, "--api-key-env", "SEAL_EVAL_TEST_KEY", "--official", tasks=tasks) == 0
+        assert {h["authorization"] for h in script.headers} == {f"Bearer {secret}"}
+        script.headers.clear()
+        assert run(url, default_out, tasks=tasks[1:]) == 0
+        assert {h["authorization"] for h in script.headers} == {f"Bearer {default_secret}"}
+    echoed = lines(out / "episodes.jsonl")[0]
+    assert "HTTP 401" in echoed["error"] and "***" in echoed["error"]
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) == 10
+    for path in files:
+        data = path.read_bytes()
+        assert secret.encode() not in data and default_secret.encode() not in data, path
+    printed = capsys.readouterr()
+    assert secret not in printed.out + printed.err and default_secret not in printed.out + printed.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--concurrency", "0"], "--concurrency must be at least 1"),
+        (["--limit", "0"], "--limit must be at least 1"),
+        (["--timeout", "0"], "--timeout must be positive"),
+        (["--retries", "-1"], "must not be negative"),
+        (["--tasks", "multi_turn_base_0"], "not in the test split"),
+        (["--api-key-env", "SEAL_EVAL_UNSET_VARIABLE"], "SEAL_EVAL_UNSET_VARIABLE, which is not set"),
+        (["--retry-failed"], "only applies with --resume"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
+    out = tmp_path / "never"
+    assert run("http://127.0.0.1:9/v1", out, *argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("seal eval: error: ") and message in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_an_out_that_is_a_file_is_refused(tmp_path, capsys):
+    out = tmp_path / "file"
+    out.write_text("mine")
+    assert run("http://127.0.0.1:9/v1", out, "--limit", "1") == 2
+    assert capsys.readouterr().err.startswith(f"seal eval: error: cannot use --out {out}")
+    assert out.read_text() == "mine"
+
+
+def test_a_base_url_without_scheme_is_refused(tmp_path, capsys):
+    assert run("localhost:8000/v1", tmp_path / "never") == 2
+    assert "--base-url must be an http(s) URL" in capsys.readouterr().err
+
+
+def test_official_replay_rebuilds_turns_and_flags_a_wrong_reward():
+    task_id = "multi_turn_miss_func_8"
+    task = bfcl_task(task_id)
+    actions = ground_truth_actions(task_id)
+    replayed = replay_calls(task, "qwen_fc", actions)
+    assert replayed.completed
+    assert [[c.name for step in turn for c in step] for turn in replayed.turns] == [
+        [c.name for c in turn] for turn in ground_truth_calls(get_task(task_id))
+    ]
+    bogus = '<tool_call>\n{"name": "no_such_tool", "arguments": {}}\n</tool_call>'
+    with_rejection = [bogus, *actions]
+    assert replay_calls(task, "qwen_fc", with_rejection).turns == replayed.turns
+
+    silent = {"task_id": task_id, "format": "qwen_fc", "actions": [SILENT] * len(task.ground_truth)}
+    oracle = {"task_id": task_id, "format": "qwen_fc", "actions": actions}
+    report = rescore([silent], {task_id: 1.0})
+    assert report["checked"] == 1
+    (wrong,) = report["disagreements"]
+    assert (wrong["official_verdict"], wrong["multi_turn_checker"]) == (0.0, 0.0)
+    assert rescore([oracle], {task_id: 1.0}) == {"checked": 1, "disagreements": []}
+
+
+def test_official_replay_truncates_a_turn_at_twenty_messages():
+    task_id = "multi_turn_base_1"
+    first_call = ground_truth_actions(task_id)[0]
+    replayed = replay_calls(bfcl_task(task_id), "qwen_fc", [first_call] * 20 + [DONE] * 10)
+    assert not replayed.completed and len(replayed.turns[0]) == 20
+    log = {"task_id": task_id, "format": "qwen_fc", "actions": [first_call] * 20 + [DONE] * 10}
+    assert rescore([log], {task_id: 0.0}) == {"checked": 1, "disagreements": []}
+
+
+def test_the_official_rescore_agrees_on_a_noisy_model(tmp_path):
+    tasks = sample(3)
+    out = tmp_path / "noisy"
+    with serve(Script(tasks, noisy=True)) as url:
+        assert run(url, out, "--official", tasks=tasks) == 0
+    result = summary(out)
+    assert result["official"] == {"checked": 12, "disagreements": []}
+    episodes = lines(out / "episodes.jsonl")
+    labels = {label for episode in episodes for label in episode["labels"]}
+    assert {"pass", "empty_turn_model_response", "state_mismatch"} <= labels
+    assert any(e["truncated"] for e in episodes) and not all(e["truncated"] for e in episodes)
+    assert 0.0 < sum(e["reward"] for e in episodes) < len(episodes)

@@ -1,0 +1,87 @@
+"""The 800 tasks, the SEAL split and the deterministic parquet files."""
+
+import hashlib
+from collections import Counter
+
+import pandas as pd
+import pytest
+
+from seal import dataset as prepare_data
+from seal.bfcl.tasks import CATEGORIES, SPLIT_FILE, UnknownTaskError, get_task, load_tasks, split_ids
+
+
+def test_all_800_tasks_load_with_aligned_ground_truth():
+    tasks = load_tasks()
+    assert len(tasks) == 800
+    assert Counter(task.category for task in tasks.values()) == {category: 200 for category in CATEGORIES}
+    for task in tasks.values():
+        assert len(task.questions) == len(task.ground_truth)
+        assert task.functions
+
+
+def test_miss_func_reveal_turns_hold_the_held_out_docs():
+    task = get_task("multi_turn_miss_func_0")
+    assert task.missed_functions
+    for turn, docs in task.missed_functions.items():
+        assert task.questions[turn] == ()
+        shown = {doc["name"] for doc in task.functions}
+        assert docs and not shown & {doc["name"] for doc in docs}
+
+
+def test_unknown_task_names_the_id():
+    with pytest.raises(UnknownTaskError, match="multi_turn_base_999"):
+        get_task("multi_turn_base_999")
+
+
+def test_split_counts_and_no_shared_scenario():
+    expected = {"train": 100, "val": 25, "test": 75}
+    seen: dict[str, set[str]] = {}
+    for split, per_category in expected.items():
+        ids = split_ids(split)
+        assert len(ids) == 4 * per_category == len(set(ids))
+        assert Counter(i.rsplit("_", 1)[0] for i in ids) == {c: per_category for c in CATEGORIES}
+        seen[split] = {i.rsplit("_", 1)[1] for i in ids}
+    assert (
+        not seen["train"] & seen["val"]
+        and not seen["train"] & seen["test"]
+        and not seen["val"] & seen["test"]
+    )
+    assert len(split_ids("all")) == 800
+    assert prepare_data.split_problems() == []
+
+
+def test_split_file_is_the_seal_t3rl_split():
+    """The exact file of shared/reference/bfcl_split.json; any edit to the split must be deliberate."""
+    digest = hashlib.sha256(SPLIT_FILE.read_bytes()).hexdigest()
+    assert digest == "d125c811c73a9420b741a874d8cdee54096a573bfca500d3cf1df4a264bc7dea"
+
+
+def test_split_checker_catches_a_leak(monkeypatch):
+    leaked = {**{s: split_ids(s) for s in ("train", "val", "test")}}
+    leaked["val"] = (*leaked["val"][1:], leaked["train"][0])
+    monkeypatch.setattr(prepare_data, "split_ids", lambda split: leaked[split])
+    assert prepare_data.split_problems()
+
+
+def test_parquet_is_deterministic_and_checkable(tmp_path):
+    assert prepare_data.main(["--out", str(tmp_path)]) == 0
+    first = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert prepare_data.main(["--out", str(tmp_path)]) == 0
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == first
+    assert prepare_data.main(["--out", str(tmp_path), "--check"]) == 0
+    (tmp_path / "bfcl_val.parquet").write_bytes(first["bfcl_val.parquet"][:-10])
+    assert prepare_data.main(["--out", str(tmp_path), "--check"]) == 1
+
+
+def test_parquet_rows_have_the_verl_dataset_layout(tmp_path):
+    prepare_data.main(["--out", str(tmp_path)])
+    train = pd.read_parquet(tmp_path / "bfcl_train.parquet")
+    val = pd.read_parquet(tmp_path / "bfcl_val.parquet")
+    assert list(train.columns) == ["prompt", "data_source", "agent_name", "reward_model", "extra_info"]
+    assert set(train.agent_name) == {prepare_data.TRAIN_AGENT} and set(val.agent_name) == {
+        prepare_data.EVAL_AGENT
+    }
+    row = train.iloc[0]
+    assert row.extra_info["task_id"] == split_ids("train")[0] and row.extra_info["split"] == "train"
+    assert row.data_source == row.extra_info["category"]
+    assert [m["role"] for m in row.prompt] == ["system", "user"]
