@@ -184,7 +184,7 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     )
     async def put_profile(request: Request) -> JSONResponse:
         body = parse_body(ProfileUpdate, await request.body())
-        return JSONResponse(store.update_profile(body.profile))
+        return JSONResponse(store.update_profile(body.profile.model_dump()))
 
     @app.get(
         "/metrics",

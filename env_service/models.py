@@ -6,13 +6,15 @@ malformed body (bad JSON, bad UTF-8, wrong types, unknown fields) is the same on
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from seal.env.store import MAX_ACTION_CHARS, MAX_FORMAT_CHARS, MAX_TASK_ID_CHARS, BadRequest
+from seal.env.store import MAX_ACTION_CHARS, MAX_TASK_ID_CHARS, BadRequest
+from seal.protocol import PROTOCOLS
 
 _CLOSED = ConfigDict(extra="forbid", strict=True)
+FormatName = Literal[tuple(sorted(PROTOCOLS))]  # type: ignore[valid-type]
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -20,7 +22,7 @@ class CreateEpisode(BaseModel):
     model_config = _CLOSED
     task_id: str = Field(min_length=1, max_length=MAX_TASK_ID_CHARS, examples=["multi_turn_base_0"])
     mode: Literal["train", "eval"]
-    format: str | None = Field(default=None, max_length=MAX_FORMAT_CHARS, examples=["qwen_fc"])
+    format: FormatName | None = Field(default=None, description="protocol of the model-facing text")
 
 
 class StepAction(BaseModel):
@@ -28,9 +30,36 @@ class StepAction(BaseModel):
     action: str = Field(max_length=MAX_ACTION_CHARS, description="the assistant message text")
 
 
+def _whole(value: Any) -> Any:
+    """JSON Schema counts 62.0 as an integer, strict pydantic does not: accept it as 62."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Count = Annotated[int, BeforeValidator(_whole), Field(ge=0)]
+
+
+class ProfileScope(BaseModel):
+    """One scope S of C_t; missing keys mean zero."""
+
+    model_config = _CLOSED
+    trajectories: Count = 0
+    labels: dict[str, Count] = Field(default_factory=dict)
+    reward_sum: dict[str, Annotated[float, Field(allow_inf_nan=False)]] = Field(default_factory=dict)
+    by_category: dict[str, dict[str, Count]] = Field(default_factory=dict)
+
+
+class FailureProfile(BaseModel):
+    """C_t as `seal.tocf.profile.FailureProfile.to_json` writes it (DESIGN §4.2)."""
+
+    model_config = _CLOSED
+    version: Literal[1]
+    window: ProfileScope
+    total: ProfileScope
+
+
 class ProfileUpdate(BaseModel):
     model_config = _CLOSED
-    profile: dict[str, Any] = Field(description="the failure profile C_t JSON (DESIGN §4.2)")
+    profile: FailureProfile
 
 
 class Error(BaseModel):
@@ -98,9 +127,23 @@ def describe(errors: list[Any]) -> str:
 
 def request_body(model: type[BaseModel]) -> dict[str, Any]:
     """OpenAPI `requestBody` for a route that parses its body itself (see `parse_body`)."""
+    schema = model.model_json_schema()
+    definitions = schema.pop("$defs", {})
     return {
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": model.model_json_schema()}},
+            "content": {"application/json": {"schema": _inline(schema, definitions)}},
         }
     }
+
+
+def _inline(node: Any, definitions: dict[str, Any]) -> Any:
+    """Replace pydantic's local `$ref`s (which OpenAPI would not resolve) by the schemas they name."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline(definitions[ref.removeprefix("#/$defs/")], definitions)
+        return {key: _inline(value, definitions) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_inline(item, definitions) for item in node]
+    return node

@@ -1,4 +1,4 @@
-"""The `seal` command: serve the environment, evaluate an endpoint, replay or diagnose action logs, build data."""
+"""The `seal` command: serve the environment, evaluate an endpoint, replay or diagnose logs, build data."""
 
 from __future__ import annotations
 

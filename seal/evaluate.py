@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from seal.bfcl.tasks import split_ids
 from seal.evaluation.endpoint import ChatEndpoint, RetryPolicy
+from seal.evaluation.official import rescore
 from seal.evaluation.runner import Progress, run_episodes
 from seal.evaluation.store import OutputError, RunFolder
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
@@ -127,7 +128,8 @@ def _select(split: str, tasks: str | None, limit: int | None) -> tuple[str, ...]
         wanted = [t.strip() for t in tasks.split(",") if t.strip()]
         if not wanted:
             raise UsageError("--tasks names no task")
-        outside = [t for t in wanted if t not in set(selected)]
+        known = set(selected)
+        outside = [t for t in wanted if t not in known]
         if outside:
             raise UsageError(f"task {outside[0]!r} is not in the {split} split")
         selected = tuple(dict.fromkeys(wanted))
@@ -196,7 +198,10 @@ def _markdown(request: EvalRequest, report: EvalReport) -> str:
         "",
         markdown_table(report.summary).rstrip("\n"),
     ]
-    lines.extend(f"\n{line}" for line in _notes(report))
+    notes = _notes(report)
+    if notes:
+        lines.append("")
+        lines.extend(f"  - {n.strip()}" if n.startswith("  ") else f"- {n}" for n in notes)
     return "\n".join(lines) + "\n"
 
 
@@ -265,8 +270,6 @@ async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
     folder.put_in_order(request.task_ids)
     summary = summarize([records[t] for t in request.task_ids], request.split)
     if request.official:
-        from seal.evaluation.official import rescore
-
         summary["official"] = rescore(folder.action_logs(), {t: r["reward"] for t, r in records.items()})
     failures = [p for p in played if p.failed]
     report = EvalReport(

@@ -59,6 +59,9 @@ class Script:
     _seen: set[tuple[str, int]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        unknown = {fault for fault, _ in self.faults.values()} - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown fault(s) {sorted(unknown)}; known: {FAULTS}")
         self.by_question: dict[str, str] = {}
         for task_id in self.task_ids:
             question = get_task(task_id).questions[0][0]["content"]

@@ -14,6 +14,7 @@ from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.isolation import drop_namespace, fresh_namespace, leftover_instances
 from seal.bfcl.tasks import get_task, load_tasks
 from seal.env.episode import Episode, EpisodeDoneError, EpisodeLimits
+from seal.env.interface import OBSERVATION_NOTE, build_interface
 from seal.protocol import get_protocol
 from tests.helpers import END_OF_TURN, ground_truth_actions
 
@@ -257,3 +258,30 @@ def test_verdicts_equal_the_official_checker_on_perturbed_trajectories(kind):
             disagreements.append((task_id, ours, official.get("error_type")))
     assert disagreements == []
     assert 0.0 in outcomes
+
+
+def test_eval_mode_never_sees_the_interface_and_reference_adds_only_its_markers():
+    reference = build_interface("reference")
+    raw = get_protocol("qwen_fc")
+    for task in load_tasks().values():
+        base = [{"role": "system", "content": raw.system_prompt(task.functions)}]
+        base += [{"role": "user", "content": m["content"]} for m in task.questions[0]]
+        assert Episode(task, mode="eval", interface=reference).reset() == base
+        trained = Episode(task, mode="train", interface=reference).reset()
+        assert trained[1:] == base[1:]
+        system = trained[0]["content"]
+        assert system.endswith("\n\n" + OBSERVATION_NOTE)
+        tools = system.removesuffix("\n\n" + OBSERVATION_NOTE)
+        assert tools.replace(" [required]", "") == base[0]["content"]
+        required = sum(len(doc["parameters"].get("required", [])) for doc in task.functions)
+        assert tools.count(" [required]") == required
+
+
+def test_train_mode_error_observations_carry_hints_and_eval_mode_does_not():
+    bad = get_protocol("qwen_fc").format_calls([ToolCall("cd", {})])
+    for mode, hinted in (("train", True), ("eval", False)):
+        episode = Episode("multi_turn_base_0", mode=mode, interface=build_interface("full"))
+        episode.reset()
+        content = episode.step(bad).observation[0]["content"]
+        assert "missing 1 required positional argument: 'folder'" in content
+        assert ("[Hint]" in content) is hinted

@@ -13,6 +13,7 @@ import pytest
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import CATEGORIES, get_task, split_ids
 from seal.evaluate import add_eval_arguments, run_eval_command
+from seal.evaluation.endpoint import RetryPolicy
 from seal.evaluation.official import bfcl_task, replay_calls, rescore
 from tests.helpers import END_OF_TURN as DONE
 from tests.helpers import ground_truth_actions
@@ -317,3 +318,12 @@ def test_the_official_rescore_agrees_on_a_noisy_model(tmp_path):
     assert {"pass", "empty_turn_model_response", "state_mismatch"} <= labels
     assert any(e["truncated"] for e in episodes) and not all(e["truncated"] for e in episodes)
     assert 0.0 < sum(e["reward"] for e in episodes) < len(episodes)
+
+
+def test_retry_delays_double_honour_retry_after_and_are_capped():
+    policy = RetryPolicy(retries=5, backoff=1.0, max_delay=10.0)
+    assert [0.5 <= policy.delay(n) / 2**n <= 1.0 for n in range(3)] == [True] * 3
+    assert policy.delay(0, retry_after=7.0) == 7.0
+    assert policy.delay(8) == 10.0 and policy.delay(0, retry_after=600.0) == 10.0
+    with pytest.raises(ValueError):
+        RetryPolicy(retries=-1)

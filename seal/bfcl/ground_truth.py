@@ -1,4 +1,4 @@
-"""Ground-truth call strings as ToolCalls: parsed with `ast`, positional arguments named from the signature."""
+"""Ground-truth call strings as ToolCalls: parsed with `ast`, positional arguments named by signature."""
 
 from __future__ import annotations
 

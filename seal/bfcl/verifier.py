@@ -102,7 +102,8 @@ def _check_turn(
     try:
         model_results, model_instances = _execute(model_calls, task, model_ns)
     except Exception as exc:
-        return TurnCheck(model_calls=len(model_calls), checker_error=f"{type(exc).__name__}: {exc}")
+        detail = f"model calls crashed the executor: {type(exc).__name__}: {exc}"
+        return TurnCheck(model_calls=len(model_calls), instance_match=False, detail=detail)
     history.extend(model_results)
     try:
         gt_results, gt_instances = _execute(gt_calls, task, gt_ns)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import quote
@@ -15,6 +16,8 @@ from urllib.parse import quote
 import httpx
 
 from seal.env.store import EpisodeStore, StoreError, one_line
+
+POOL_CONNECTIONS = 8
 
 
 class EnvServiceError(Exception):
@@ -54,15 +57,54 @@ class EnvClient(Protocol):
     async def list_tasks(self, split: str = "all") -> list[str]: ...
 
 
-class HttpEnvClient:
-    """Async HTTP client with one pooled `httpx.AsyncClient` per event loop.
+class _LoopPools:
+    """The connection pools of one event loop.
 
-    verl runs agent loops on several event loops (one per worker, in several processes); an httpx
-    client is bound to the loop it first ran on, so each running loop gets its own. Proxies from the
-    environment are ignored (`trust_env=False`): the service is local to the cluster. Every call is
-    bounded by `timeout` in total. Only requests that cannot have reached the server (refused or
-    timed-out connects) are retried, with exponential backoff, at most `retries` times; a GET is
-    also retried after a broken connection, because reading twice changes nothing.
+    httpcore's pool bookkeeping costs O(connections²) per request (it dominated the client's CPU at
+    32 connections), so a loop gets several small pools of at most `POOL_CONNECTIONS` connections,
+    opened as concurrency needs them, and each request takes the least busy one.
+    """
+
+    def __init__(self, make: Callable[[int], httpx.AsyncClient], max_connections: int) -> None:
+        self.make = make
+        self.per_pool = min(POOL_CONNECTIONS, max_connections)
+        self.max_pools = -(-max_connections // self.per_pool)
+        self.clients: list[httpx.AsyncClient] = []
+        self.busy: list[int] = []
+
+    def _pick(self) -> int:
+        if self.clients:
+            index = min(range(len(self.clients)), key=self.busy.__getitem__)
+            if self.busy[index] < self.per_pool or len(self.clients) >= self.max_pools:
+                return index
+        self.clients.append(self.make(self.per_pool))
+        self.busy.append(0)
+        return len(self.clients) - 1
+
+    async def request(
+        self, method: str, path: str, body: Any, params: dict[str, str] | None
+    ) -> httpx.Response:
+        index = self._pick()
+        self.busy[index] += 1
+        try:
+            return await self.clients[index].request(method, path, json=body, params=params)
+        finally:
+            self.busy[index] -= 1
+
+    async def aclose(self) -> None:
+        for client in self.clients:
+            await client.aclose()
+
+
+class HttpEnvClient:
+    """Async HTTP client with its own connection pools in every event loop that uses it.
+
+    verl runs agent loops on several event loops (one per worker, in several processes); httpx
+    connections are bound to the loop that opened them, so each running loop gets its own pools.
+    Proxies from the environment are ignored (`trust_env=False`): the service is local to the
+    cluster. Every call is bounded by `timeout` in total. Only requests that cannot have reached the
+    server (refused or timed-out connects) are retried, with exponential backoff, at most `retries`
+    times; a GET is also retried after a broken connection, because reading twice changes nothing.
     """
 
     def __init__(
@@ -80,11 +122,12 @@ class HttpEnvClient:
         self.retries = retries
         self.backoff = backoff
         self.max_connections = max_connections
-        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._pools: dict[asyncio.AbstractEventLoop, _LoopPools] = {}
+        self._ssl: ssl.SSLContext | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickle without the loop-bound clients: Ray ships clients to worker processes."""
-        return {**self.__dict__, "_clients": {}}
+        """Pickle without loop-bound pools or the SSL context: Ray ships clients to worker processes."""
+        return {**self.__dict__, "_pools": {}, "_ssl": None}
 
     async def __aenter__(self) -> HttpEnvClient:
         return self
@@ -93,27 +136,30 @@ class HttpEnvClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the current loop's connection pool (others close with their loops)."""
-        client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.aclose()
+        """Close the current loop's connections (other loops' close with their loops)."""
+        pools = self._pools.pop(asyncio.get_running_loop(), None)
+        if pools is not None:
+            await pools.aclose()
 
-    def _client(self) -> httpx.AsyncClient:
+    def _make_client(self, connections: int) -> httpx.AsyncClient:
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        return httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=self.timeout,
+            limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections),
+            trust_env=False,
+            verify=self._ssl,
+        )
+
+    def _loop_pools(self) -> _LoopPools:
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None or client.is_closed:
-            for stale in [other for other in self._clients if other.is_closed()]:
-                del self._clients[stale]
-            client = httpx.AsyncClient(
-                base_url=self.base_url,
-                timeout=self.timeout,
-                limits=httpx.Limits(
-                    max_connections=self.max_connections, max_keepalive_connections=self.max_connections
-                ),
-                trust_env=False,
-            )
-            self._clients[loop] = client
-        return client
+        pools = self._pools.get(loop)
+        if pools is None:
+            for stale in [other for other in self._pools if other.is_closed()]:
+                del self._pools[stale]
+            pools = self._pools[loop] = _LoopPools(self._make_client, self.max_connections)
+        return pools
 
     async def _request(
         self, method: str, path: str, body: Any = None, params: dict[str, str] | None = None
@@ -124,7 +170,7 @@ class HttpEnvClient:
         while True:
             try:
                 async with asyncio.timeout_at(deadline):
-                    response = await self._client().request(method, path, json=body, params=params)
+                    response = await self._loop_pools().request(method, path, body, params)
                 break
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 error: Exception = exc

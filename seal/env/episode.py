@@ -226,6 +226,22 @@ class Episode:
             self.done = self.truncated = True
 
     # -- scoring --------------------------------------------------------------------------
+    def turn_evidence(self) -> list[TurnEvidence]:
+        """What happened in each ground-truth turn, with its re-execution check on fresh namespaces."""
+        checks = turn_checks(self.task, [turn.steps for turn in self.turns])
+        return [
+            TurnEvidence(
+                turn=i,
+                gt_empty=not self.task.ground_truth[i],
+                reached=bool(turn.messages),
+                messages=tuple(turn.messages),
+                calls=tuple(turn.calls),
+                rejected_messages=turn.rejected_messages,
+                check=check,
+            )
+            for i, (turn, check) in enumerate(zip(self.turns, checks, strict=True))
+        ]
+
     def finish(self) -> dict[str, Any]:
         """Reward, verdict, turn labels and evidence; may be called on an unfinished episode."""
         if self._result is not None:
@@ -236,20 +252,7 @@ class Episode:
         else:
             reason = "step limit reached" if self.truncated else "episode ended before the last turn"
             verdict = Verdict(False, FORCE_TERMINATED, reason)
-        evidence = [
-            TurnEvidence(
-                turn=i,
-                gt_empty=not self.task.ground_truth[i],
-                reached=bool(turn.messages),
-                messages=tuple(turn.messages),
-                calls=tuple(turn.calls),
-                rejected_messages=turn.rejected_messages,
-                check=check,
-            )
-            for i, (turn, check) in enumerate(
-                zip(self.turns, turn_checks(self.task, model_turns), strict=True)
-            )
-        ]
+        evidence = self.turn_evidence()
         labels = diagnose(evidence, self.taxonomy, self.priority)
         self.done = True
         self._result = {

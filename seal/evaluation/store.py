@@ -99,7 +99,10 @@ class RunFolder:
             self.start(meta)
             return Resumed()
         if self.run.is_file():
-            before = json.loads(self.run.read_text())
+            try:
+                before = json.loads(self.run.read_text())
+            except ValueError:
+                raise OutputError(f"{self.run} is not valid JSON; use another --out") from None
             for key in MUST_MATCH:
                 if key in before and before[key] != meta[key]:
                     raise OutputError(
