@@ -35,7 +35,7 @@ def _whole(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-Count = Annotated[int, BeforeValidator(_whole), Field(ge=0)]
+Count = Annotated[int, Field(ge=0), BeforeValidator(_whole)]
 
 
 class ProfileScope(BaseModel):
