@@ -69,10 +69,15 @@ def rewrite_wheel(source: Path, target: Path) -> None:
 
 
 def main() -> None:
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     if already_slim():
         print(f"bfcl-eval {VERSION} already installed with its multi-turn dependencies only")
-        return
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    else:
+        _install_slim(pip)
+    subprocess.run([*pip, "install", *NEEDED], check=True)
+
+
+def _install_slim(pip: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([*pip, "download", "--no-deps", "-d", tmp, f"bfcl-eval=={VERSION}"], check=True)
         wheel = next(Path(tmp).glob("bfcl_eval-*.whl"))

@@ -95,7 +95,7 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from seal.evaluate import run_eval_command
+    from seal.evaluation.command import run_eval_command
 
     return run_eval_command(args)
 
@@ -113,7 +113,7 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from seal.evaluate import add_eval_arguments
+    from seal.evaluation.command import add_eval_arguments
 
     parser = argparse.ArgumentParser(prog="seal", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)

@@ -12,7 +12,7 @@ import pytest
 
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import CATEGORIES, get_task, split_ids
-from seal.evaluate import add_eval_arguments, run_eval_command
+from seal.evaluation.command import add_eval_arguments, run_eval_command
 from seal.evaluation.endpoint import RetryPolicy
 from seal.evaluation.official import bfcl_task, replay_calls, rescore
 from tests.helpers import END_OF_TURN as DONE

@@ -1,1 +1,1 @@
-"""The machinery behind `seal eval`: endpoint client, episode runner, output folder, official re-score."""
+"""`seal eval`: the command, endpoint client, episode runner, output folder and official re-score."""
