@@ -32,10 +32,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    import os
-    import sys
-    if os.environ.get("SWITCH"):
-        sys.setswitchinterval(float(os.environ["SWITCH"]))
     serve(
         host=args.host,
         port=args.port,
@@ -46,7 +42,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         interface_preset=args.interface_preset,
         taxonomy=args.taxonomy,
         max_steps=args.max_steps,
-        offload=bool(__import__("os").environ.get("OFFLOAD")),
     )
 
 

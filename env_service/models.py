@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from seal.env.store import MAX_ACTION_CHARS, MAX_TASK_ID_CHARS, BadRequest
 from seal.protocol import PROTOCOLS
+from seal.tocf.profile import MAX_EXACT
 
 _CLOSED = ConfigDict(extra="forbid", strict=True)
 FormatName = Literal[tuple(sorted(PROTOCOLS))]  # type: ignore[valid-type]
@@ -35,7 +36,10 @@ def _whole(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
-Count = Annotated[int, Field(ge=0), BeforeValidator(_whole)]
+Count = Annotated[int, Field(ge=0, le=MAX_EXACT), BeforeValidator(_whole)]
+"""(The bounds come before the validator, or the OpenAPI schema loses them.)"""
+Sum = Annotated[float, Field(ge=-MAX_EXACT, le=MAX_EXACT, allow_inf_nan=False)]
+Label = Annotated[str, Field(min_length=1)]
 
 
 class ProfileScope(BaseModel):
@@ -43,12 +47,12 @@ class ProfileScope(BaseModel):
 
     model_config = _CLOSED
     trajectories: Count = 0
-    labels: dict[str, Count] = Field(default_factory=dict)
-    reward_sum: dict[str, Annotated[float, Field(allow_inf_nan=False)]] = Field(default_factory=dict)
-    by_category: dict[str, dict[str, Count]] = Field(default_factory=dict)
+    labels: dict[Label, Count] = Field(default_factory=dict)
+    reward_sum: dict[Label, Sum] = Field(default_factory=dict)
+    by_category: dict[Label, dict[Label, Count]] = Field(default_factory=dict)
 
 
-class FailureProfile(BaseModel):
+class ProfileJson(BaseModel):
     """C_t as `seal.tocf.profile.FailureProfile.to_json` writes it (DESIGN §4.2)."""
 
     model_config = _CLOSED
@@ -59,7 +63,7 @@ class FailureProfile(BaseModel):
 
 class ProfileUpdate(BaseModel):
     model_config = _CLOSED
-    profile: FailureProfile
+    profile: ProfileJson
 
 
 class Error(BaseModel):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import socket
 import statistics
@@ -55,6 +56,14 @@ def gt_actions(task_id: str, fmt: str) -> list[str]:
     return actions
 
 
+def freeze_garbage_collector() -> None:
+    """Exempt the loaded tasks from garbage collection here, as the service does for itself: a full
+    collection over them stalls every request in flight, and that is this process's pause, not the
+    service's latency."""
+    gc.collect()
+    gc.freeze()
+
+
 def pick_tasks(split: str, n: int) -> list[str]:
     """`n` tasks of the split, spread evenly so every category is represented."""
     ids = list(split_ids(split))
@@ -76,6 +85,8 @@ class Run:
     seconds: float = 0.0
     timed_out: bool = False
     peak_rss: int | None = None
+    client_cpu_s: float = 0.0
+    service_cpu_s: float | None = None
 
     async def timed(self, endpoint: str, call: Any) -> Any:
         start = time.perf_counter()
@@ -89,7 +100,10 @@ class Run:
 async def play(
     client: EnvClient, run: Run, task_id: str, actions: Sequence[str], mode: str, fmt: str
 ) -> None:
-    """One episode: create, step through the actions until done, finish, delete."""
+    """One episode as an agent loop plays it: create, step until done, finish and close in one request.
+
+    An episode that fails before its finish is deleted, so a run never leaves episodes open.
+    """
     episode_id = None
     try:
         created = await run.timed("create", client.create_episode(task_id, mode, fmt))
@@ -97,16 +111,13 @@ async def play(
         for action in actions:
             if (await run.timed("step", client.step(episode_id, action)))["done"]:
                 break
-        result = await run.timed("finish", client.finish(episode_id))
+        result = await run.timed("finish", client.finish(episode_id, close=True))
         run.rewards[task_id] = result["reward"]
     except EnvServiceError as exc:
         run.errors.append(f"{task_id}: {exc}")
-    finally:
         if episode_id is not None:
-            try:
+            with contextlib.suppress(EnvServiceError):
                 await run.timed("delete", client.delete(episode_id))
-            except EnvServiceError as exc:
-                run.errors.append(f"{task_id} delete: {exc}")
     run.episodes += 1
 
 
@@ -130,13 +141,14 @@ async def replay_all(
             await play(client, run, task_id, plan[task_id], mode, fmt)
             bar.update()
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds(psutil.Process())
     try:
         async with asyncio.timeout(timeout):
             await asyncio.gather(*(worker() for _ in range(concurrency)))
     except TimeoutError:
         run.timed_out = True
     run.seconds = time.perf_counter() - start
+    run.client_cpu_s = cpu_seconds(psutil.Process()) - cpu
     bar.close()
     return run
 
@@ -148,13 +160,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-class RssSampler:
-    """Polls a process's resident memory (with its children) in a thread and keeps the peak."""
+def cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+class ProcessProbe:
+    """Polls a process's resident memory (with its children) in a thread and keeps the peak; also
+    counts the CPU seconds it used while probed."""
 
     def __init__(self, pid: int, interval: float = 0.05) -> None:
         self.process = psutil.Process(pid)
         self.interval = interval
         self.peak = 0
+        self.cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
@@ -170,7 +189,8 @@ class RssSampler:
             self.peak = max(self.peak, self.current())
             self._stop.wait(self.interval)
 
-    def __enter__(self) -> RssSampler:
+    def __enter__(self) -> ProcessProbe:
+        self.cpu_s = -cpu_seconds(self.process)
         self._thread.start()
         return self
 
@@ -178,6 +198,7 @@ class RssSampler:
         self._stop.set()
         self._thread.join()
         self.peak = max(self.peak, self.current())
+        self.cpu_s += cpu_seconds(self.process)
 
 
 @dataclass
@@ -240,6 +261,12 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], startup_s: float, 
 
 
 # -- reporting -----------------------------------------------------------------------------------
+def machine() -> str:
+    """Cores and load: on a shared machine the numbers mean little without them."""
+    load = ", ".join(f"{x:.2f}" for x in psutil.getloadavg())
+    return f"{psutil.cpu_count()} cores, load average {load}"
+
+
 def percentiles(values: list[float]) -> str:
     if not values:
         return "-"
@@ -265,6 +292,12 @@ def summary(run: Run) -> dict[str, Any]:
         "reward_below_1": failed,
         "timed_out": run.timed_out,
         "peak_service_rss_mib": round(run.peak_rss / MIB, 1) if run.peak_rss else None,
+        "client_cpu_ms_per_episode": round(run.client_cpu_s * 1000 / run.episodes, 1)
+        if run.episodes
+        else None,
+        "service_cpu_ms_per_episode": (
+            round(run.service_cpu_s * 1000 / run.episodes, 1) if run.service_cpu_s and run.episodes else None
+        ),
     }
 
 
@@ -290,15 +323,16 @@ def print_table(columns: dict[str, dict[str, Any]], extra: dict[str, Any] | None
 async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
     tasks = pick_tasks(args.split, args.tasks)
     plan = {task_id: gt_actions(task_id, args.format) for task_id in tasks}
-    columns: dict[str, dict[str, Any]] = {}
+    freeze_garbage_collector()
     runs: dict[str, Run] = {}
     with service(args.base_url, max(args.concurrency, 512), args.log_level) as svc:
         client = HttpEnvClient(svc.base_url, timeout=args.request_timeout, max_connections=args.concurrency)
         run = Run("http")
-        sampler = RssSampler(svc.pid) if svc.pid else None
-        with sampler or contextlib.nullcontext():
+        probe = ProcessProbe(svc.pid) if svc.pid else None
+        with probe or contextlib.nullcontext():
             await replay_all(client, run, plan, args.concurrency, args.mode, args.format, args.timeout)
-        run.peak_rss = sampler.peak if sampler else None
+        if probe is not None:
+            run.peak_rss, run.service_cpu_s = probe.peak, probe.cpu_s
         await client.aclose()
         runs["http"] = run
     if not args.skip_inprocess:
@@ -316,7 +350,7 @@ async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
         )
     print(
         f"\nreplay: {len(tasks)} tasks of split {args.split!r}, concurrency {args.concurrency}, "
-        f"mode {args.mode}, format {args.format}; latencies measured at the client"
+        f"mode {args.mode}, format {args.format}; latencies measured at the client; {machine()}"
     )
     print_table(columns, extra)
     for run in runs.values():
@@ -325,46 +359,63 @@ async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
     return {"columns": columns, **extra}
 
 
-async def bench_open(args: argparse.Namespace) -> dict[str, Any]:
-    """Open N episodes at once and keep them open through their replays; report the service's RSS."""
-    tasks = pick_tasks("all", args.episodes)
-    plan = {task_id: gt_actions(task_id, args.format) for task_id in tasks}
-    with service(args.base_url, max(args.episodes, 512), args.log_level) as svc:
-        if svc.pid is None:
-            raise SystemExit("open mode measures the service's memory: start it here (omit --base-url)")
-        client = HttpEnvClient(svc.base_url, timeout=args.request_timeout, max_connections=args.episodes)
-        run = Run("open")
-        with RssSampler(svc.pid) as sampler:
-            baseline = sampler.current()
-            async with asyncio.timeout(args.timeout):
-                created = await asyncio.gather(
-                    *(run.timed("create", client.create_episode(t, args.mode, args.format)) for t in tasks)
-                )
-                ids = [c["episode_id"] for c in created]
-                health = await client.health()
-                after_create = sampler.current()
-                for turn in tqdm(
-                    range(max(len(a) for a in plan.values())), desc="steps", leave=False, file=sys.stderr
-                ):
-                    live = [
-                        (i, plan[t][turn]) for i, t in zip(ids, tasks, strict=True) if turn < len(plan[t])
-                    ]
-                    await asyncio.gather(*(run.timed("step", client.step(i, a)) for i, a in live))
-                results = await asyncio.gather(*(run.timed("finish", client.finish(i)) for i in ids))
-                after_finish = sampler.current()
-                await asyncio.gather(*(run.timed("delete", client.delete(i)) for i in ids))
-            await client.aclose()
-    values = {
-        "episodes_open_at_once": health["episodes_open"],
-        "rss_baseline_mib": round(baseline / MIB, 1),
+async def hold_open(
+    client: EnvClient, run: Run, plan: dict[str, list[str]], probe: ProcessProbe, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Create every episode at once, replay them all in lockstep while all stay open, then release."""
+    tasks = list(plan)
+    created = await asyncio.gather(
+        *(run.timed("create", client.create_episode(t, args.mode, args.format)) for t in tasks)
+    )
+    ids = dict(zip(tasks, (c["episode_id"] for c in created), strict=True))
+    open_now = (await client.health())["episodes_open"]
+    after_create = probe.current()
+    live = set(tasks)
+    for turn in tqdm(range(max(map(len, plan.values()))), desc="steps", leave=False, file=sys.stderr):
+        stepping = [t for t in tasks if t in live and turn < len(plan[t])]
+        results = await asyncio.gather(
+            *(run.timed("step", client.step(ids[t], plan[t][turn])) for t in stepping)
+        )
+        live -= {t for t, result in zip(stepping, results, strict=True) if result["done"]}
+    finished = await asyncio.gather(*(run.timed("finish", client.finish(ids[t])) for t in tasks))
+    after_finish = probe.current()
+    await asyncio.gather(*(run.timed("delete", client.delete(ids[t])) for t in tasks))
+    return {
+        "episodes_open_at_once": open_now,
         "rss_after_create_mib": round(after_create / MIB, 1),
         "rss_after_finish_mib": round(after_finish / MIB, 1),
-        "rss_peak_mib": round(sampler.peak / MIB, 1),
-        "reward_1": sum(1 for r in results if r["reward"] == 1),
+        "reward_1": sum(1 for r in finished if r["reward"] == 1),
+        "reward_below_1": [t for t, r in zip(tasks, finished, strict=True) if r["reward"] < 1],
         "create_ms_p50_p95_p99": percentiles(run.latencies["create"]),
         "step_ms_p50_p95_p99": percentiles(run.latencies["step"]),
     }
-    print(f"\nopen: {len(tasks)} episodes created at once, all replayed while open")
+
+
+async def bench_open(args: argparse.Namespace) -> dict[str, Any]:
+    """Open N episodes at once and keep them open through their replays; report the service's RSS."""
+    plan = {task_id: gt_actions(task_id, args.format) for task_id in pick_tasks("all", args.episodes)}
+    freeze_garbage_collector()
+    if args.base_url is not None:
+        raise SystemExit(
+            "open mode measures the service's memory: let it start the service (omit --base-url)"
+        )
+    with service(None, max(args.episodes, 512), args.log_level) as svc:
+        assert svc.pid is not None
+        client = HttpEnvClient(svc.base_url, timeout=args.request_timeout, max_connections=args.episodes)
+        with ProcessProbe(svc.pid) as probe:
+            baseline = probe.current()
+            try:
+                async with asyncio.timeout(args.timeout):
+                    held = await hold_open(client, Run("open"), plan, probe, args)
+            except TimeoutError:
+                raise SystemExit(f"open: not done within --timeout {args.timeout:g} s") from None
+        await client.aclose()
+    values = {
+        "rss_baseline_mib": round(baseline / MIB, 1),
+        **held,
+        "rss_peak_mib": round(probe.peak / MIB, 1),
+    }
+    print(f"\nopen: {len(plan)} episodes created at once, all replayed while open; {machine()}")
     print_table({"service": values})
     return values
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
 from seal.bfcl.tasks import UnknownTaskError, get_task, load_tasks, split_ids
-from seal.env.episode import MODES, Episode, EpisodeDoneError, EpisodeLimits
+from seal.env.episode import MODES, Episode, EpisodeDoneError, EpisodeLimits, Mode
 from seal.env.interface import PRESETS, Interface, build_interface, evolve
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, get_protocol
 from seal.tocf.labels import TAXONOMIES, validate_priority
@@ -97,7 +97,7 @@ class StoreSettings:
 class CreatedEpisode(NamedTuple):
     episode_id: str
     messages: list[dict[str, str]]
-    interface_version: Any
+    interface_version: int
 
 
 @dataclass
@@ -181,7 +181,7 @@ class EpisodeStore:
         try:
             episode = Episode(
                 task,
-                mode=mode,  # type: ignore[arg-type]
+                mode=cast(Mode, mode),
                 protocol=protocol,
                 interface=self._interface,
                 limits=self._limits,
@@ -226,8 +226,11 @@ class EpisodeStore:
             self._counters["steps"] += 1
         return {"observation": result.observation, "done": result.done, "info": result.info}
 
-    def finish(self, episode_id: str) -> dict[str, Any]:
-        """Score once and keep only the result, so a repeated finish answers the same and steps get 409."""
+    def finish(self, episode_id: str, close: bool = False) -> dict[str, Any]:
+        """Score once and keep only the result, so a repeated finish answers the same and steps get 409.
+
+        With `close` the episode is also deleted, saving the client a round trip per episode.
+        """
         entry = self._get(episode_id)
         with entry.lock:
             if entry.episode is not None:
@@ -235,7 +238,10 @@ class EpisodeStore:
                 entry.episode = None
                 with self._lock:
                     self._counters["finished"] += 1
-            return cast(dict[str, Any], entry.result)
+            result = cast(dict[str, Any], entry.result)
+        if close:
+            self.delete(episode_id)
+        return result
 
     def delete(self, episode_id: str) -> None:
         self.reap()

@@ -16,23 +16,27 @@ from seal.tocf.labels import EXCLUDED
 VERSION = 1
 SCOPES = ("window", "total")
 _STATS_KEYS = frozenset({"trajectories", "labels", "reward_sum", "by_category"})
+MAX_EXACT = 2**53
+"""Counts and sums beyond this are not exact in JSON (IEEE doubles); no real profile comes near it."""
 
 
 def _count(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{where} must be a non-negative integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_EXACT:
+        raise ValueError(f"{where} must be a non-negative integer (at most 2^53), got {repr(value)[:40]}")
     return value
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or abs(value) > MAX_EXACT:
+        raise ValueError(f"{where} must be a finite number (at most 2^53 in size), got {repr(value)[:40]}")
+    if not math.isfinite(value):
         raise ValueError(f"{where} must be a finite number, got {value!r}")
     return float(value)
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise ValueError(f"{where} must be an object with string keys")
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k for k in value):
+        raise ValueError(f"{where} must be an object with non-empty string keys")
     return value
 
 

@@ -1,0 +1,356 @@
+"""EnvClient over HTTP (a real uvicorn on loopback) and in-process: same data, same typed errors, and
+the HTTP client's pooling, retries, timeouts and recovery after the service dies."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import pickle
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from env_service.app import ServiceSettings, create_app
+from seal.bfcl.calls import ToolCall
+from seal.bfcl.ground_truth import ground_truth_calls
+from seal.bfcl.tasks import get_task
+from seal.env.client import EnvClient, EnvServiceError, EnvUnavailableError, HttpEnvClient, InProcessEnvClient
+from seal.env.store import EpisodeStore, StoreSettings
+from seal.protocol import get_protocol
+from tests.helpers import ground_truth_actions
+
+TASK = "multi_turn_miss_func_0"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_in_thread(**options: Any) -> Iterator[str]:
+    """A real uvicorn on a free loopback port, in a thread of this process."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    app = create_app(ServiceSettings.from_options(**options))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+@pytest.fixture(scope="module")
+def live_url() -> Iterator[str]:
+    with serve_in_thread(max_episodes=8) as url:
+        yield url
+
+
+@pytest.fixture
+async def http(live_url: str) -> AsyncIterator[HttpEnvClient]:
+    async with HttpEnvClient(live_url, timeout=30) as client:
+        yield client
+
+
+def local(**options: Any) -> InProcessEnvClient:
+    return InProcessEnvClient(EpisodeStore(StoreSettings(**{"max_episodes": 8, **options})))
+
+
+async def play(client: EnvClient, task_id: str, actions: list[str], mode: str, fmt: str) -> dict[str, Any]:
+    """Everything the client returned for one action log, minus the (random) episode id."""
+    created = await client.create_episode(task_id, mode, fmt)
+    episode_id = created.pop("episode_id")
+    steps = []
+    for action in actions:
+        steps.append(await client.step(episode_id, action))
+        if steps[-1]["done"]:
+            break
+    finished = await client.finish(episode_id)
+    await client.delete(episode_id)
+    return {"created": created, "steps": steps, "finished": finished}
+
+
+def noisy_actions(task_id: str, fmt: str) -> list[str]:
+    """Broken markup, an unavailable tool and a call with a wrong argument before the ground truth."""
+    protocol = get_protocol(fmt)
+    first = next(call for turn in ground_truth_calls(get_task(task_id)) for call in turn)
+    return [
+        protocol.format_calls([first])[:-2],
+        protocol.format_calls([ToolCall("no_such_tool", {})]),
+        protocol.format_calls([ToolCall(first.name, {"bogus": 1})]),
+        *ground_truth_actions(task_id, fmt),
+    ]
+
+
+# -- the same behaviour through both clients -----------------------------------------------------
+def test_both_clients_implement_env_client():
+    assert isinstance(HttpEnvClient(), EnvClient)
+    assert isinstance(local(), EnvClient)
+
+
+@pytest.mark.parametrize(
+    ("task_id", "mode", "fmt", "noisy"),
+    [
+        (TASK, "train", "qwen_fc", False),
+        ("multi_turn_long_context_0", "eval", "qwen_fc", True),
+        ("multi_turn_miss_param_5", "train", "python_list", True),
+        ("multi_turn_miss_func_49", "eval", "llama3_json", False),
+    ],
+)
+async def test_http_and_in_process_give_identical_results_for_one_action_log(http, task_id, mode, fmt, noisy):
+    actions = noisy_actions(task_id, fmt) if noisy else ground_truth_actions(task_id, fmt)
+    over_http = await play(http, task_id, actions, mode, fmt)
+    in_process = await play(local(), task_id, actions, mode, fmt)
+    assert over_http == in_process
+    if noisy:
+        assert [len(step["info"]["rejected"]) for step in over_http["steps"][:2]] == [1, 1]
+        assert over_http["steps"][2]["info"]["errors"]
+    else:
+        assert over_http["finished"]["reward"] == (0.0 if task_id == "multi_turn_miss_func_49" else 1.0)
+
+
+async def test_errors_are_the_same_typed_errors_with_the_same_reasons():
+    with serve_in_thread(max_episodes=2) as small_url:
+        over_http = HttpEnvClient(small_url, timeout=30)
+        clients: list[EnvClient] = [over_http, local(max_episodes=2)]
+        seen = []
+        for client in clients:
+            errors = []
+            first = (await client.create_episode(TASK, "eval"))["episode_id"]
+            for call in (
+                client.create_episode("multi_turn_base_999", "eval"),
+                client.step("0" * 32, "x"),
+                client.finish("0" * 32),
+                client.delete("0" * 32),
+                client.list_tasks("holdout"),
+                client.put_profile({"version": 7}),
+            ):
+                with pytest.raises(EnvServiceError) as caught:
+                    await call
+                errors.append((caught.value.status, caught.value.reason))
+            await client.create_episode(TASK, "eval")
+            with pytest.raises(EnvServiceError) as full:
+                await client.create_episode(TASK, "eval")
+            errors.append((full.value.status, full.value.reason))
+            await client.finish(first)
+            with pytest.raises(EnvServiceError) as done:
+                await client.step(first, "x")
+            errors.append((done.value.status, done.value.reason.replace(first, "<id>")))
+            seen.append(errors)
+        await over_http.aclose()
+        statuses = [[status for status, _ in errors] for errors in seen]
+        assert statuses[0] == statuses[1] == [404, 404, 404, 404, 422, 422, 429, 409]
+        assert all("\n" not in reason for errors in seen for _, reason in errors)
+        same_reason = [0, 1, 2, 3, 6, 7]
+        assert [seen[0][i][1] for i in same_reason] == [seen[1][i][1] for i in same_reason]
+
+
+async def test_health_tasks_and_interface_agree(http):
+    other = local()
+    assert (await http.list_tasks("val")) == (await other.list_tasks("val"))
+    assert len(await http.list_tasks()) == 800
+    assert (await http.get_interface()) == (await other.get_interface())
+    health = await http.health()
+    assert health["status"] == "ok" and health["tasks"] == 800
+
+
+async def test_in_process_results_are_copies():
+    client = local()
+    episode_id = (await client.create_episode(TASK, "eval"))["episode_id"]
+    result = await client.finish(episode_id)
+    result["reward"] = 99.0
+    result["labels"].clear()
+    again = await client.finish(episode_id)
+    assert again["reward"] == 0.0 and again["labels"]
+
+
+async def test_put_profile_through_the_client_bumps_the_version():
+    with serve_in_thread() as url:
+        async with HttpEnvClient(url) as client:
+            profile = {"version": 1, "window": {"trajectories": 1}, "total": {"trajectories": 1}}
+            omega = await client.put_profile(profile)
+            assert omega["version"] == 1 == (await client.get_interface())["version"]
+            assert (await client.create_episode(TASK, "train"))["interface_version"] == 1
+
+
+# -- the HTTP client's connection handling ---------------------------------------------------------
+def test_one_client_serves_several_event_loops(live_url):
+    client = HttpEnvClient(live_url, timeout=30)
+
+    async def use() -> str:
+        episode_id = (await client.create_episode(TASK, "eval"))["episode_id"]
+        await client.step(episode_id, "Done.")
+        await client.delete(episode_id)
+        return (await client.health())["status"]
+
+    assert asyncio.run(use()) == "ok"
+    assert asyncio.run(use()) == "ok"
+    results: list[str] = []
+    threads = [threading.Thread(target=lambda: results.append(asyncio.run(use()))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results == ["ok"] * 3
+
+
+@pytest.mark.parametrize("client_kind", ["http", "in-process"])
+async def test_finish_with_close_scores_and_deletes_in_one_request(http, client_kind):
+    client = http if client_kind == "http" else local()
+    before = (await client.health())["episodes_open"]
+    episode_id = (await client.create_episode(TASK, "eval"))["episode_id"]
+    for action in ground_truth_actions(TASK):
+        await client.step(episode_id, action)
+    assert (await client.finish(episode_id, close=True))["reward"] == 1.0
+    assert (await client.health())["episodes_open"] == before
+    with pytest.raises(EnvServiceError) as gone:
+        await client.finish(episode_id)
+    assert gone.value.status == 404
+
+
+async def test_many_concurrent_sessions(http):
+    async def session() -> float:
+        return (await play(http, TASK, ground_truth_actions(TASK), "eval", "qwen_fc"))["finished"]["reward"]
+
+    assert await asyncio.gather(*(session() for _ in range(8))) == [1.0] * 8
+
+
+async def test_a_pickled_client_works_in_a_new_process_state(http):
+    await http.health()
+    copy = pickle.loads(pickle.dumps(http))
+    assert (await copy.health())["status"] == "ok"
+    await copy.aclose()
+
+
+async def test_proxy_settings_in_the_environment_are_ignored(http, monkeypatch):
+    for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with HttpEnvClient(http.base_url) as client:
+        assert (await client.health())["status"] == "ok"
+
+
+async def test_refused_connections_are_retried_then_unavailable_within_the_timeout():
+    client = HttpEnvClient(f"http://127.0.0.1:{free_port()}", timeout=5, retries=2, backoff=0.05)
+    start = time.monotonic()
+    with pytest.raises(EnvUnavailableError, match=r"unreachable after 3 attempt\(s\)") as caught:
+        await client.create_episode(TASK, "eval")
+    assert time.monotonic() - start < 5
+    assert caught.value.status == 503 and isinstance(caught.value, EnvServiceError)
+    await client.aclose()
+
+
+class Silent:
+    """A TCP server that reads the request and then hangs up (or never answers)."""
+
+    def __init__(self, answer: bool) -> None:
+        self.hang_up = answer
+        self.connections = 0
+        self.server: asyncio.Server | None = None
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        await reader.read(65536)
+        if self.hang_up:
+            writer.close()
+            return
+        await asyncio.sleep(30)
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+
+
+async def test_a_post_that_reached_the_server_is_never_retried_but_a_get_is():
+    silent = Silent(answer=True)
+    async with silent as url:
+        client = HttpEnvClient(url, timeout=5, retries=2, backoff=0.01)
+        with pytest.raises(EnvUnavailableError, match="connection lost"):
+            await client.step("0" * 32, "Done.")
+        assert silent.connections == 1
+        with pytest.raises(EnvUnavailableError, match="3 attempt"):
+            await client.health()
+        assert silent.connections >= 4  # aiohttp may itself reconnect once for an idempotent GET
+        await client.aclose()
+
+
+async def test_an_unanswered_request_fails_within_the_timeout():
+    async with Silent(answer=False) as url:
+        client = HttpEnvClient(url, timeout=0.5, retries=3)
+        start = time.monotonic()
+        with pytest.raises(EnvUnavailableError, match=r"no answer within 0\.5 s"):
+            await client.finish("0" * 32)
+        assert 0.4 < time.monotonic() - start < 1.5
+        await client.aclose()
+
+
+# -- the service dies and comes back ---------------------------------------------------------------
+def start_service(port: int) -> subprocess.Popen[bytes]:
+    command = [
+        sys.executable,
+        "-m",
+        "env_service",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1, trust_env=False).status_code == 200:
+                return process
+        time.sleep(0.1)
+    process.kill()
+    raise AssertionError("service did not become healthy within 60 s")
+
+
+async def test_a_killed_service_raises_unavailable_in_time_and_a_restarted_one_serves_new_episodes():
+    port = free_port()
+    process = start_service(port)
+    try:
+        client = HttpEnvClient(f"http://127.0.0.1:{port}", timeout=3, retries=2, backoff=0.1)
+        actions = ground_truth_actions(TASK)
+        episode_id = (await client.create_episode(TASK, "eval"))["episode_id"]
+        await client.step(episode_id, actions[0])
+        process.kill()
+        process.wait()
+        for call in (client.step(episode_id, actions[1]), client.create_episode(TASK, "eval")):
+            start = time.monotonic()
+            with pytest.raises(EnvUnavailableError):
+                await call
+            assert time.monotonic() - start < 3.5
+        process = start_service(port)
+        assert (await play(client, TASK, actions, "eval", "qwen_fc"))["finished"]["reward"] == 1.0
+        with pytest.raises(EnvServiceError) as lost:
+            await client.step(episode_id, actions[1])
+        assert lost.value.status == 404
+        await client.aclose()
+    finally:
+        process.kill()
+        process.wait()
