@@ -169,7 +169,10 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
         return FastJSONResponse(store.step(episode_id, body.action))
 
     @app.post(
-        "/episodes/{episode_id}/finish", response_model=Finished, responses=_errors(404, 422), tags=["episodes"]
+        "/episodes/{episode_id}/finish",
+        response_model=Finished,
+        responses=_errors(404, 422),
+        tags=["episodes"],
     )
     async def finish(episode_id: str, close: bool = False) -> JSONResponse:
         """Score the episode; `close=true` also deletes it (one round trip fewer per episode)."""
