@@ -1,4 +1,4 @@
-"""`python -m env_service --host 127.0.0.1 --port 8082 ...`: run the environment service."""
+"""`python -m env_service --host 127.0.0.1 --port 8082 ...` and `seal serve`: run the environment service."""
 
 from __future__ import annotations
 
@@ -10,10 +10,8 @@ from seal.env.interface import PRESETS
 from seal.tocf.labels import TAXONOMIES
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m env_service", description="The SEAL BFCL environment service."
-    )
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The service's options, shared by `python -m env_service` and `seal serve`."""
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback only)")
     parser.add_argument("--port", type=int, default=8082)
     parser.add_argument("--max-episodes", type=int, default=512, help="open-episode limit (429 beyond it)")
@@ -27,11 +25,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--max-steps", type=int, default=None, help="optional per-episode step cap")
     parser.add_argument("--log-level", choices=list(LOG_LEVELS), default="info")
-    return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_args(argv)
+def serve_from_args(args: argparse.Namespace) -> None:
     serve(
         host=args.host,
         port=args.port,
@@ -43,6 +39,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         taxonomy=args.taxonomy,
         max_steps=args.max_steps,
     )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m env_service", description="The SEAL BFCL environment service."
+    )
+    add_serve_arguments(parser)
+    serve_from_args(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -82,9 +82,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from env_service.app import serve
+    from env_service.__main__ import serve_from_args
 
-    serve(host=args.host, port=args.port)
+    serve_from_args(args)
     return 0
 
 
@@ -113,14 +113,14 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from env_service.__main__ import add_serve_arguments
     from seal.evaluation.command import add_eval_arguments
 
     parser = argparse.ArgumentParser(prog="seal", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the BFCL environment service (FastAPI)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8082)
+    add_serve_arguments(serve)
     serve.set_defaults(handler=cmd_serve)
 
     evaluate = commands.add_parser("eval", help="score an OpenAI-compatible endpoint on a BFCL split")

@@ -15,10 +15,10 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from env_service.__main__ import parse_args
 from env_service.app import JsonLines, ServiceSettings, create_app
 from env_service.middleware import ACCESS_LOG
 from seal.bfcl.isolation import leftover_instances
+from seal.cli import build_parser
 from seal.env.interface import GUIDELINE_HEADER
 from seal.env.store import EpisodeStore
 from seal.tocf.profile import FailureProfile
@@ -428,6 +428,10 @@ async def test_openapi_documents_every_route(api):
         "task_id",
         "mode",
     ]
+
+
+def parse_args(argv: list[str]):
+    return build_parser().parse_args(["serve", *argv])
 
 
 def test_cli_binds_loopback_by_default():
