@@ -285,3 +285,27 @@ def test_train_mode_error_observations_carry_hints_and_eval_mode_does_not():
         content = episode.step(bad).observation[0]["content"]
         assert "missing 1 required positional argument: 'folder'" in content
         assert ("[Hint]" in content) is hinted
+
+
+def test_strict_parsing_rejects_the_whole_message_and_lenient_runs_the_valid_calls():
+    protocol = get_protocol("qwen_fc")
+    text = protocol.format_calls([ToolCall("cd", {"folder": "document"}), ToolCall("compare_files", {})])
+    strict = Episode("multi_turn_base_0")
+    strict.reset()
+    rejected = strict.step(text)
+    assert rejected.info["accepted"] == [] and rejected.info["rejected"][0]["name"] == "compare_files"
+    assert rejected.observation[0]["content"].startswith("[ERROR] Invalid tool call format:")
+    assert strict.executor.instances["GorillaFileSystem"]._current_dir.name == "workspace"
+
+    lenient = Episode("multi_turn_base_0", limits=EpisodeLimits(strict=False))
+    lenient.reset()
+    partial = lenient.step(text + "\n<tool_call>\n{broken\n</tool_call>")
+    assert [call["name"] for call in partial.info["accepted"]] == ["cd"]
+    assert lenient.executor.instances["GorillaFileSystem"]._current_dir.name == "document"
+    contents = [message["content"] for message in partial.observation]
+    assert '"current_working_directory": "document"' in contents[0]
+    assert "compare_files" in contents[0] and any(
+        c.startswith("[ERROR] Invalid tool call format:") for c in contents
+    )
+    labels = lenient.finish()["evidence"][0]
+    assert labels["rejected_messages"] == 1 and [c["accepted"] for c in labels["calls"]] == [True, False]
