@@ -17,6 +17,24 @@ SHORT_NAMES = {
 }
 
 
+LABEL_COLOURS = {
+    "pass": "#2ca02c",
+    "correct_abstention": "#98df8a",
+    "spurious_tool_call": "#ff9896",
+    "empty_turn_model_response": "#c7c7c7",
+    "missing_tool_call": "#c7c7c7",
+    "invalid_tool_call": "#8c564b",
+    "argument_mismatch": "#ff7f0e",
+    "recovery_failure": "#ffbb78",
+    "instance_mismatch": "#9467bd",
+    "state_mismatch": "#d62728",
+    "response_mismatch": "#1f77b4",
+    "checker_error": "#7f7f7f",
+    "gt_error": "#7f7f7f",
+}
+"""One colour per label in every chart, so charts of different runs and taxonomies read alike."""
+
+
 def summarize(episodes: Sequence[dict[str, Any]], split: str | None = None) -> dict[str, Any]:
     """`{"split", "n", "pass_rate", "by_category": {category: {"n", "pass_rate", "labels": {label: share}}}}`.
 
@@ -80,11 +98,10 @@ def plot_label_shares(summary: dict[str, Any], path: Path, title: str = "Turn la
     categories = list(summary["by_category"])
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(categories) + 3), 4.5))
     bottoms = [0.0] * len(categories)
-    colours = plt.get_cmap("tab20")
     names = [SHORT_NAMES.get(c, c) for c in categories]
-    for i, label in enumerate(labels):
+    for label in labels:
         shares = [summary["by_category"][c]["labels"].get(label, 0.0) for c in categories]
-        ax.bar(names, shares, bottom=bottoms, label=label, color=colours(i % 20))
+        ax.bar(names, shares, bottom=bottoms, label=label, color=LABEL_COLOURS.get(label, "#bcbd22"))
         bottoms = [b + s for b, s in zip(bottoms, shares, strict=True)]
     for x, category in enumerate(categories):
         rate = summary["by_category"][category]["pass_rate"]
