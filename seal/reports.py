@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,11 +128,3 @@ def episode_record(result: dict[str, Any], with_labels: bool = True) -> dict[str
     if with_labels:
         record.update(labels=result["labels"], profile=result["profile"], evidence=result["evidence"])
     return record
-
-
-def read_jsonl(path: Path) -> Iterable[tuple[int, str]]:
-    """Non-empty lines with their 1-based line numbers."""
-    with Path(path).open() as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                yield number, line

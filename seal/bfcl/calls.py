@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from bfcl_eval.model_handler.utils import convert_to_function_call
+
 IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$", re.ASCII)
 MAX_DEPTH = 16
 MAX_ARGUMENT_CHARS = 20_000
@@ -71,6 +73,6 @@ class ToolCall:
             raise InvalidCallError(f"arguments of {self.name} exceed {MAX_ARGUMENT_CHARS} characters")
 
     def to_call_string(self) -> str:
-        """The BFCL call string, e.g. `cd(folder='document')`; safe to hand to bfcl-eval's executor."""
-        args = ",".join(f"{key}={value!r}" for key, value in self.arguments.items())
-        return f"{self.name}({args})"
+        """The BFCL call string, e.g. `cd(folder='document')`, built by bfcl-eval's own FC converter;
+        safe to hand to its executor because every part was validated above."""
+        return convert_to_function_call({self.name: self.arguments})[0]

@@ -130,7 +130,7 @@ class Episode:
         turn.messages.append(index)
         parsed = self.protocol.parse(action)
         info: dict[str, Any] = {"turn": self.turn, "accepted": [], "rejected": [], "errors": []}
-        info["turn_ended"] = not parsed.calls and not parsed.errors
+        info["turn_ended"] = not parsed.has_markup
         observation = self._end_turn() if info["turn_ended"] else self._act(index, parsed, turn, info)
         if not self.done:
             self._check_limits()
