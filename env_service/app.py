@@ -1,4 +1,4 @@
-"""The BFCL environment service (DESIGN §3.5): FastAPI routes that only translate to `EpisodeStore`.
+"""The BFCL environment service (docs/design.md §3.5): FastAPI routes that only translate to `EpisodeStore`.
 
 Every refusal is a `{"detail": "<one line>"}` with the documented status; bodies are size-checked
 before they are read into a parser, then validated strictly. Episode work is CPU-bound and runs on
@@ -44,6 +44,7 @@ from env_service.models import (
     request_body,
 )
 from seal.env.store import EpisodeStore, StoreError, StoreSettings, one_line
+from seal.flags import setting
 
 LOG = logging.getLogger("env_service")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -54,13 +55,26 @@ a request sent on a connection the server is closing at that moment fails, and c
 
 @dataclass(frozen=True)
 class ServiceSettings:
+    """Everything the service is started with: the one definition of its options and defaults.
+
+    `seal serve` and `python -m env_service` generate their flags from these fields and the
+    store's (`seal.flags.add_flags(parser, ServiceSettings)`), so the two commands cannot drift.
+    """
+
+    host: str = setting("127.0.0.1", "bind address (loopback only unless told otherwise)")
+    port: int = setting(8082, "TCP port")
+    log_level: str = setting("info", "service log level (JSON lines on stderr)", choices=LOG_LEVELS)
+    max_body_bytes: int = setting(1 << 20, "request body limit (413 beyond it)")
+    reap_interval_s: float = setting(30.0, "seconds between idle-episode sweeps", flag="--reap-interval")
     store: StoreSettings = field(default_factory=StoreSettings)
-    max_body_bytes: int = 1 << 20
-    reap_interval_s: float = 30.0
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1 or not self.reap_interval_s > 0:
             raise ValueError("max_body_bytes and reap_interval_s must be positive")
+        if not 0 <= self.port < 1 << 16:
+            raise ValueError(f"port must be 0 to 65535, got {self.port}")
+        if self.log_level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {self.log_level!r} (expected {', '.join(LOG_LEVELS)})")
 
     @classmethod
     def from_options(cls, **options: Any) -> ServiceSettings:
@@ -105,7 +119,7 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
 
     app = FastAPI(
         title="SEAL BFCL environment service",
-        version="1",
+        version="1.1",
         description="Episodes of the 800 BFCL V3 multi-turn tasks, and the training interface Ω.",
         lifespan=lifespan,
     )
@@ -151,7 +165,7 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     )
     async def create_episode(request: Request) -> JSONResponse:
         body = parse_body(CreateEpisode, await request.body())
-        created = await heavy.run(store.create, body.task_id, body.mode, body.format)
+        created = await heavy.run(store.create, body.task_id, body.mode, body.protocol)
         request.state.episode_id = created.episode_id
         return FastJSONResponse(
             created._asdict(), status_code=201, headers={"location": f"/episodes/{created.episode_id}"}
@@ -245,19 +259,20 @@ def configure_logging(level: str = "info") -> None:
     root.propagate = False
 
 
-def serve(host: str = "127.0.0.1", port: int = 8082, log_level: str = "info", **settings: Any) -> None:
-    """Run the service with uvicorn until interrupted; `settings` are `ServiceSettings.from_options` keys."""
-    configure_logging(log_level)
-    app = create_app(ServiceSettings.from_options(**settings))
+def serve(settings: ServiceSettings | None = None) -> None:
+    """Run the service with uvicorn until interrupted."""
+    settings = settings or ServiceSettings()
+    configure_logging(settings.log_level)
+    app = create_app(settings)
     # The 800 loaded tasks are ~170k objects that live as long as the process: freezing them keeps
     # every full garbage collection from walking them (a 75 ms pause, seen in the latency tail).
     gc.freeze()
-    LOG.info("serving %d tasks on http://%s:%d", app.state.store.task_count, host, port)
+    LOG.info("serving %d tasks on http://%s:%d", app.state.store.task_count, settings.host, settings.port)
     uvicorn.run(
         app,
-        host=host,
-        port=port,
-        log_level=log_level,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
         access_log=False,
         lifespan="on",
         timeout_keep_alive=KEEP_ALIVE_S,

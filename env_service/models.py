@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from seal.env.episode import EpisodeResult
 from seal.env.store import MAX_ACTION_CHARS, MAX_TASK_ID_CHARS, BadRequest
 from seal.protocol import PROTOCOLS
 from seal.tocf.profile import MAX_EXACT
 
 _CLOSED = ConfigDict(extra="forbid", strict=True)
-FormatName = Literal[tuple(sorted(PROTOCOLS))]  # type: ignore[valid-type]
+ProtocolName = Literal[tuple(sorted(PROTOCOLS))]  # type: ignore[valid-type]
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -23,7 +24,11 @@ class CreateEpisode(BaseModel):
     model_config = _CLOSED
     task_id: str = Field(min_length=1, max_length=MAX_TASK_ID_CHARS, examples=["multi_turn_base_0"])
     mode: Literal["train", "eval"]
-    format: FormatName | None = Field(default=None, description="protocol of the model-facing text")
+    protocol: ProtocolName | None = Field(
+        default=None,
+        validation_alias=AliasChoices("protocol", "format"),
+        description="protocol of the model-facing text (`format`, its name before v1.1, is still accepted)",
+    )
 
 
 class StepAction(BaseModel):
@@ -53,7 +58,7 @@ class ProfileScope(BaseModel):
 
 
 class ProfileJson(BaseModel):
-    """C_t as `seal.tocf.profile.FailureProfile.to_json` writes it (DESIGN §4.2)."""
+    """C_t as `seal.tocf.profile.FailureProfile.to_json` writes it (docs/design.md §4.2)."""
 
     model_config = _CLOSED
     version: Literal[1]
@@ -95,13 +100,8 @@ class Stepped(BaseModel):
     info: dict[str, Any]
 
 
-class Finished(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    reward: float
-    verifier: dict[str, Any]
-    labels: list[str]
-    profile: dict[str, float]
-    evidence: list[dict[str, Any]]
+Finished = EpisodeResult
+"""The finish body is `EpisodeResult` itself (FastAPI documents the dataclass), declared once."""
 
 
 class InterfaceOut(BaseModel):

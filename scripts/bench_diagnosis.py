@@ -22,17 +22,17 @@ from seal.bfcl.calls import ToolCall
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import get_task, split_ids
 from seal.env.episode import Episode
-from seal.protocol import get_protocol
+from seal.protocol.ground_truth import actions_for_calls
 from seal.tocf.apatch import APatchConfig, APatchState, apply_apatch
 from seal.tocf.diagnosis import diagnose
+from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
 from seal.tocf.profile import FailureProfile
 
 
 def seeded_actions(task_id: str, rng: random.Random) -> list[str]:
-    protocol = get_protocol("qwen_fc")
-    actions = []
     turns = ground_truth_calls(get_task(task_id))
     stop = len(turns) if rng.random() > 0.15 else rng.randrange(len(turns))
+    chosen = []
     for calls in turns[:stop]:
         roll = rng.random()
         if calls and roll < 0.15:
@@ -44,10 +44,8 @@ def seeded_actions(task_id: str, rng: random.Random) -> list[str]:
             calls = calls[:-1]
         elif calls and roll < 0.3:
             calls = []
-        if calls:
-            actions.append(protocol.format_calls(calls))
-        actions.append("Done.")
-    return actions
+        chosen.append(calls)
+    return actions_for_calls(chosen)
 
 
 def played(n: int, seed: int) -> list[Episode]:
@@ -73,12 +71,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trajectories", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--taxonomy", choices=("reference", "paper"), default="reference")
+    parser.add_argument("--taxonomy", choices=TAXONOMIES, default=DEFAULT_TAXONOMY)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
     episodes = played(args.trajectories, args.seed)
-    rewards = [episode.finish()["reward"] for episode in episodes]
+    rewards = [episode.finish().reward for episode in episodes]
     categories = [episode.task.category for episode in episodes]
     advantages = [random.Random(args.seed + i).gauss(0.0, 1.0) for i in range(len(episodes))]
     cfg = APatchConfig()

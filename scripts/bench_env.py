@@ -16,44 +16,31 @@ import asyncio
 import contextlib
 import gc
 import json
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
-import httpx
 import psutil
 from tqdm import tqdm
 
-from seal.bfcl.ground_truth import ground_truth_calls
+from env_service.process import ServiceStartError, running_service
 from seal.bfcl.tasks import load_tasks, split_ids
-from seal.env.client import EnvClient, EnvServiceError, HttpEnvClient, InProcessEnvClient
+from seal.env.client import EnvClient, EnvServiceError, HttpEnvClient, InProcessEnvClient, open_episode
+from seal.env.episode import EpisodeResult
 from seal.env.store import EpisodeStore, StoreSettings
-from seal.protocol import get_protocol
+from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+from seal.protocol.ground_truth import ground_truth_actions
 
 ENDPOINTS = ("create", "step", "finish", "delete")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 MIB = 1 << 20
-
-
-def gt_actions(task_id: str, fmt: str) -> list[str]:
-    """The ground-truth replay of a task as assistant messages."""
-    protocol = get_protocol(fmt)
-    actions: list[str] = []
-    for calls in ground_truth_calls(load_tasks()[task_id]):
-        if calls:
-            actions.append(protocol.format_calls(calls))
-        actions.append("Done.")
-    return actions
 
 
 def freeze_garbage_collector() -> None:
@@ -97,27 +84,39 @@ class Run:
             self.requests += 1
 
 
+class TimedClient:
+    """The calls an episode makes, each timed into the run's per-endpoint latencies."""
+
+    def __init__(self, client: EnvClient, run: Run) -> None:
+        self.client = client
+        self.run = run
+
+    async def create_episode(self, task_id: str, mode: str, protocol: str | None = None) -> dict[str, Any]:
+        return await self.run.timed("create", self.client.create_episode(task_id, mode, protocol))
+
+    async def step(self, episode_id: str, action: str) -> dict[str, Any]:
+        return await self.run.timed("step", self.client.step(episode_id, action))
+
+    async def finish(self, episode_id: str, close: bool = False) -> EpisodeResult:
+        return await self.run.timed("finish", self.client.finish(episode_id, close))
+
+    async def delete(self, episode_id: str) -> None:
+        await self.run.timed("delete", self.client.delete(episode_id))
+
+
 async def play(
     client: EnvClient, run: Run, task_id: str, actions: Sequence[str], mode: str, fmt: str
 ) -> None:
-    """One episode as an agent loop plays it: create, step until done, finish and close in one request.
-
-    An episode that fails before its finish is deleted, so a run never leaves episodes open.
-    """
-    episode_id = None
+    """One episode as an agent loop plays it, through `open_episode`: create, step until done, then
+    finish and close in one request; an episode that fails is deleted, so a run leaves none open."""
     try:
-        created = await run.timed("create", client.create_episode(task_id, mode, fmt))
-        episode_id = created["episode_id"]
-        for action in actions:
-            if (await run.timed("step", client.step(episode_id, action)))["done"]:
-                break
-        result = await run.timed("finish", client.finish(episode_id, close=True))
-        run.rewards[task_id] = result["reward"]
+        async with open_episode(cast(EnvClient, TimedClient(client, run)), task_id, mode, fmt) as episode:
+            for action in actions:
+                if (await episode.step(action))["done"]:
+                    break
+        run.rewards[task_id] = cast(EpisodeResult, episode.result).reward
     except EnvServiceError as exc:
         run.errors.append(f"{task_id}: {exc}")
-        if episode_id is not None:
-            with contextlib.suppress(EnvServiceError):
-                await run.timed("delete", client.delete(episode_id))
     run.episodes += 1
 
 
@@ -154,12 +153,6 @@ async def replay_all(
 
 
 # -- the service process ---------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def cpu_seconds(process: psutil.Process) -> float:
     times = process.cpu_times()
     return times.user + times.system
@@ -208,9 +201,7 @@ class Service:
 
 
 @contextlib.contextmanager
-def service(
-    base_url: str | None, max_episodes: int, log_level: str, startup_s: float = 120.0
-) -> Iterator[Service]:
+def service(base_url: str | None, max_episodes: int, log_level: str) -> Iterator[Service]:
     """The service under test: the given loopback URL, or a fresh `python -m env_service` subprocess."""
     if base_url is not None:
         host = urlsplit(base_url).hostname
@@ -218,46 +209,12 @@ def service(
             raise SystemExit(f"--base-url must be a loopback address, got {host!r}")
         yield Service(base_url, None)
         return
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "env_service",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--max-episodes",
-        str(max_episodes),
-        "--log-level",
-        log_level,
-    ]
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(command, stdout=log, stderr=log)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            _wait_healthy(url, process, startup_s, log)
-            yield Service(url, process.pid)
-        finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], startup_s: float, log: Any) -> None:
-    deadline = time.monotonic() + startup_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            log.seek(0)
-            raise SystemExit(f"service exited with {process.returncode}:\n{log.read().decode()[-2000:]}")
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/healthz", timeout=1.0, trust_env=False).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise SystemExit(f"service not healthy within {startup_s:g} s")
+    flags = ["--max-episodes", str(max_episodes), "--log-level", log_level]
+    try:
+        with running_service(flags) as child:
+            yield Service(child.url, child.pid)
+    except ServiceStartError as exc:
+        raise SystemExit(str(exc)) from exc
 
 
 # -- reporting -----------------------------------------------------------------------------------
@@ -322,7 +279,7 @@ def print_table(columns: dict[str, dict[str, Any]], extra: dict[str, Any] | None
 # -- modes ---------------------------------------------------------------------------------------
 async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
     tasks = pick_tasks(args.split, args.tasks)
-    plan = {task_id: gt_actions(task_id, args.format) for task_id in tasks}
+    plan = {task_id: ground_truth_actions(task_id, args.protocol) for task_id in tasks}
     freeze_garbage_collector()
     runs: dict[str, Run] = {}
     with service(args.base_url, max(args.concurrency, 512), args.log_level) as svc:
@@ -330,7 +287,7 @@ async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
         run = Run("http")
         probe = ProcessProbe(svc.pid) if svc.pid else None
         with probe or contextlib.nullcontext():
-            await replay_all(client, run, plan, args.concurrency, args.mode, args.format, args.timeout)
+            await replay_all(client, run, plan, args.concurrency, args.mode, args.protocol, args.timeout)
         if probe is not None:
             run.peak_rss, run.service_cpu_s = probe.peak, probe.cpu_s
         await client.aclose()
@@ -340,7 +297,7 @@ async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
             EpisodeStore(StoreSettings(max_episodes=max(args.concurrency, 512)))
         )
         runs["in-process"] = await replay_all(
-            client_local, Run("in-process"), plan, args.concurrency, args.mode, args.format, args.timeout
+            client_local, Run("in-process"), plan, args.concurrency, args.mode, args.protocol, args.timeout
         )
     columns = {name: summary(run) for name, run in runs.items()}
     extra = {}
@@ -350,7 +307,7 @@ async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
         )
     print(
         f"\nreplay: {len(tasks)} tasks of split {args.split!r}, concurrency {args.concurrency}, "
-        f"mode {args.mode}, format {args.format}; latencies measured at the client; {machine()}"
+        f"mode {args.mode}, protocol {args.protocol}; latencies measured at the client; {machine()}"
     )
     print_table(columns, extra)
     for run in runs.values():
@@ -365,7 +322,7 @@ async def hold_open(
     """Create every episode at once, replay them all in lockstep while all stay open, then release."""
     tasks = list(plan)
     created = await asyncio.gather(
-        *(run.timed("create", client.create_episode(t, args.mode, args.format)) for t in tasks)
+        *(run.timed("create", client.create_episode(t, args.mode, args.protocol)) for t in tasks)
     )
     ids = dict(zip(tasks, (c["episode_id"] for c in created), strict=True))
     open_now = (await client.health())["episodes_open"]
@@ -384,8 +341,8 @@ async def hold_open(
         "episodes_open_at_once": open_now,
         "rss_after_create_mib": round(after_create / MIB, 1),
         "rss_after_finish_mib": round(after_finish / MIB, 1),
-        "reward_1": sum(1 for r in finished if r["reward"] == 1),
-        "reward_below_1": [t for t, r in zip(tasks, finished, strict=True) if r["reward"] < 1],
+        "reward_1": sum(1 for r in finished if r.reward == 1),
+        "reward_below_1": [t for t, r in zip(tasks, finished, strict=True) if r.reward < 1],
         "create_ms_p50_p95_p99": percentiles(run.latencies["create"]),
         "step_ms_p50_p95_p99": percentiles(run.latencies["step"]),
     }
@@ -393,7 +350,9 @@ async def hold_open(
 
 async def bench_open(args: argparse.Namespace) -> dict[str, Any]:
     """Open N episodes at once and keep them open through their replays; report the service's RSS."""
-    plan = {task_id: gt_actions(task_id, args.format) for task_id in pick_tasks("all", args.episodes)}
+    plan = {
+        task_id: ground_truth_actions(task_id, args.protocol) for task_id in pick_tasks("all", args.episodes)
+    }
     freeze_garbage_collector()
     if args.base_url is not None:
         raise SystemExit(
@@ -432,7 +391,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--episodes", type=int, default=256, help="open: episodes held at once")
     parser.add_argument("--mode", choices=["train", "eval"], default="eval")
-    parser.add_argument("--format", default="qwen_fc")
+    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default=DEFAULT_PROTOCOL)
     parser.add_argument("--base-url", default=None, help="a running service on loopback (default: start one)")
     parser.add_argument("--timeout", type=float, default=600.0, help="bound on each pass, seconds")
     parser.add_argument("--request-timeout", type=float, default=60.0)

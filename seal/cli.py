@@ -9,18 +9,13 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from seal.tocf.labels import DEFAULT_PRIORITY, TAXONOMIES
+from seal.flags import add_flags, comma_list, settings_from_flags
+from seal.tocf.labels import DEFAULT_PRIORITY, DEFAULT_TAXONOMY, TAXONOMIES
 
 
 def _fail(message: str) -> int:
     print(f"seal: {message}", file=sys.stderr)
     return 2
-
-
-def _priority(text: str | None) -> tuple[str, ...] | None:
-    if text is None:
-        return None
-    return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
 def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict], int]:
@@ -34,7 +29,7 @@ def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict
     records = []
     for log in tqdm(logs, desc="replaying", unit="episode", disable=None):
         try:
-            result = replay(log, taxonomy=args.taxonomy, priority=_priority(args.priority))
+            result = replay(log, taxonomy=args.taxonomy, priority=args.priority)
         except ValueError as exc:
             return [], _fail(str(exc))
         records.append(episode_record(result, with_labels=with_labels))
@@ -82,9 +77,13 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from env_service.__main__ import serve_from_args
+    from env_service.app import ServiceSettings, serve
 
-    serve_from_args(args)
+    try:
+        settings = settings_from_flags(ServiceSettings, args)
+    except ValueError as exc:
+        return _fail(str(exc))
+    serve(settings)
     return 0
 
 
@@ -103,24 +102,28 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def _add_replay_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", type=Path, required=True, help="action logs, one JSON object per line")
     parser.add_argument(
-        "--taxonomy", choices=TAXONOMIES, default="reference", help="label taxonomy (DESIGN §4.1)"
+        "--taxonomy",
+        choices=TAXONOMIES,
+        default=DEFAULT_TAXONOMY,
+        help=f"label taxonomy (docs/design.md §4.1; default {DEFAULT_TAXONOMY})",
     )
     parser.add_argument(
         "--priority",
+        type=comma_list,
         help=f"paper taxonomy: comma-separated failure order (default {','.join(DEFAULT_PRIORITY)})",
     )
     parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from env_service.__main__ import add_serve_arguments
+    from env_service.app import ServiceSettings
     from seal.evaluation.command import add_eval_arguments
 
     parser = argparse.ArgumentParser(prog="seal", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the BFCL environment service (FastAPI)")
-    add_serve_arguments(serve)
+    add_flags(serve, ServiceSettings)
     serve.set_defaults(handler=cmd_serve)
 
     evaluate = commands.add_parser("eval", help="score an OpenAI-compatible endpoint on a BFCL split")

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seal.bfcl.tasks import CATEGORIES, category_of
+
+if TYPE_CHECKING:
+    from seal.env.episode import EpisodeResult
 
 SHORT_NAMES = {
     "multi_turn_base": "base",
@@ -36,10 +39,12 @@ LABEL_COLOURS = {
 
 
 def summarize(episodes: Sequence[dict[str, Any]], split: str | None = None) -> dict[str, Any]:
-    """`{"split", "n", "pass_rate", "by_category": {category: {"n", "pass_rate", "labels": {label: share}}}}`.
+    """`{"split", "n", "pass_rate", "truncated", "by_category": {category: {"n", "pass_rate", "truncated",
+    "labels": {label: share}}}}`.
 
     `pass_rate` overall is the mean over the categories present (the paper's "Avg"); label shares
-    are shares of ground-truth turns within the category.
+    are shares of ground-truth turns within the category. `truncated` counts the episodes a limit
+    (steps, context window) ended: they score 0 and stay in the pass rate's denominator.
     """
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for episode in episodes:
@@ -52,6 +57,7 @@ def summarize(episodes: Sequence[dict[str, Any]], split: str | None = None) -> d
         by_category[category] = {
             "n": len(rows),
             "pass_rate": sum(row["reward"] >= 1.0 for row in rows) / len(rows),
+            "truncated": sum(bool(row.get("truncated")) for row in rows),
             "labels": {label: count / turns for label, count in sorted(labels.items())} if turns else {},
         }
     rates = [entry["pass_rate"] for entry in by_category.values()]
@@ -59,6 +65,7 @@ def summarize(episodes: Sequence[dict[str, Any]], split: str | None = None) -> d
         "split": split,
         "n": len(episodes),
         "pass_rate": sum(rates) / len(rates) if rates else 0.0,
+        "truncated": sum(entry["truncated"] for entry in by_category.values()),
         "by_category": by_category,
     }
 
@@ -72,18 +79,18 @@ def _all_labels(summary: dict[str, Any]) -> list[str]:
 
 
 def markdown_table(summary: dict[str, Any]) -> str:
-    """One row per category (and the average): n, pass rate, then the share of turns per label."""
+    """One row per category (and the average): n, pass rate, truncated episodes, then the share of
+    turns per label."""
     labels = _all_labels(summary)
-    header = ["category", "n", "pass rate", *labels]
+    header = ["category", "n", "pass rate", "truncated", *labels]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for category, entry in summary["by_category"].items():
         shares = [f"{entry['labels'].get(label, 0.0):.1%}" for label in labels]
         name = SHORT_NAMES.get(category, category)
-        lines.append("| " + " | ".join([name, str(entry["n"]), f"{entry['pass_rate']:.1%}", *shares]) + " |")
-    blanks = [""] * len(labels)
-    lines.append(
-        "| " + " | ".join(["**average**", str(summary["n"]), f"{summary['pass_rate']:.1%}", *blanks]) + " |"
-    )
+        row = [name, str(entry["n"]), f"{entry['pass_rate']:.1%}", str(entry["truncated"]), *shares]
+        lines.append("| " + " | ".join(row) + " |")
+    average = ["**average**", str(summary["n"]), f"{summary['pass_rate']:.1%}", str(summary["truncated"])]
+    lines.append("| " + " | ".join([*average, *[""] * len(labels)]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -117,14 +124,14 @@ def plot_label_shares(summary: dict[str, Any], path: Path, title: str = "Turn la
     return path
 
 
-def episode_record(result: dict[str, Any], with_labels: bool = True) -> dict[str, Any]:
-    """The machine-readable line of DESIGN §4.4 for one episode."""
-    record = {
-        "task_id": result["task_id"],
-        "reward": result["reward"],
-        "taxonomy": result["taxonomy"],
-        "truncated": result["truncated"],
+def episode_record(result: EpisodeResult, with_labels: bool = True) -> dict[str, Any]:
+    """The machine-readable line of docs/design.md §4.4 for one episode."""
+    record: dict[str, Any] = {
+        "task_id": result.task_id,
+        "reward": result.reward,
+        "taxonomy": result.taxonomy,
+        "truncated": result.truncated,
     }
     if with_labels:
-        record.update(labels=result["labels"], profile=result["profile"], evidence=result["evidence"])
+        record.update(labels=result.labels, profile=result.profile, evidence=result.evidence)
     return record

@@ -3,7 +3,10 @@
 The oracle recognises the task from the first user message (so a test sample must not hold two tasks
 with the same opening question) and the turn from its own end-of-turn replies: it sends the ground
 truth calls of the current turn, then `DONE` to end the turn; GT-empty turns get `DONE` at once.
-Faults can be injected per task from a given turn on.
+Faults can be injected per task from a given turn on. Like vLLM, the endpoint lists its models under
+`GET /v1/models` (with `max_model_len` when it has a window), reports `usage`, and refuses with HTTP 400
+"maximum context length" a request whose prompt plus `max_tokens` exceed its window; prompt tokens
+are `scripted_tokens` of the messages. With `api_key` set it answers 401 to any other key.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,21 +29,31 @@ import seal.bfcl  # noqa: F401  (sets BFCL_PROJECT_ROOT before bfcl_eval loads)
 from seal.bfcl.calls import ToolCall
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import get_task
-from seal.protocol import get_protocol
-from tests.helpers import END_OF_TURN as DONE
+from seal.protocol import DEFAULT_PROTOCOL, get_protocol
+from seal.protocol.ground_truth import END_OF_TURN as DONE
 
 SILENT = "I am sorry, I cannot help with that."
 FAULTS = ("http500", "slow", "garbage", "no_content", "flaky", "echo_auth")
 
 
-def completion(content: Any) -> dict[str, Any]:
-    return {
+def scripted_tokens(messages: list[dict[str, str]]) -> int:
+    """The scripted endpoint's token count of a prompt: 4 per message plus a token per 4 characters."""
+    return sum(4 + len(m["content"]) // 4 for m in messages)
+
+
+def completion(
+    content: Any, usage: dict[str, int] | None = None, finish_reason: str = "stop"
+) -> dict[str, Any]:
+    body = {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
         "choices": [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+            {"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": content}}
         ],
     }
+    if usage is not None:
+        body["usage"] = usage
+    return body
 
 
 @dataclass
@@ -49,12 +62,21 @@ class Script:
     `noisy` mixes right, partial, wrong, rejected, broken and never-ending replies per turn."""
 
     task_ids: Sequence[str] = ()
-    format: str = "qwen_fc"
+    protocol: str = DEFAULT_PROTOCOL
     silent: bool = False
     noisy: bool = False
     faults: dict[str, tuple[str, int]] = field(default_factory=dict)
     slow_seconds: float = 1.5
+    models: tuple[str, ...] = ("oracle",)
+    window: int | None = None
+    advertise_window: bool = True
+    list_models: bool = True
+    """Serve `GET /v1/models` (vLLM and OpenAI do; some servers do not)."""
+    api_key: str | None = None
+    count: Callable[[list[dict[str, str]]], int] = scripted_tokens
+    """How the endpoint counts prompt tokens (a real tokenizer in the `--tokenizer` test)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
+    refusals: list[dict[str, int]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     _seen: set[tuple[str, int]] = field(default_factory=set)
 
@@ -68,7 +90,7 @@ class Script:
             if question in self.by_question:
                 raise ValueError(f"{task_id} and {self.by_question[question]} open with the same question")
             self.by_question[question] = task_id
-        self.protocol = get_protocol(self.format)
+        self.writer = get_protocol(self.protocol)
         self.truth = {t: ground_truth_calls(get_task(t)) for t in self.task_ids}
 
     def locate(self, messages: list[dict[str, str]]) -> tuple[str | None, int, bool]:
@@ -85,13 +107,13 @@ class Script:
         calls = self.truth[task_id][turn]
         if self.noisy:
             return self.noisy_reply(task_id, turn, sent, calls)
-        return DONE if sent or not calls else self.protocol.format_calls(calls)
+        return DONE if sent or not calls else self.writer.format_calls(calls)
 
     def noisy_reply(self, task_id: str, turn: int, sent: bool, calls: list[ToolCall]) -> str:
         """A fixed choice per (task, turn), so a rerun sends the same text."""
         kind = zlib.crc32(f"{task_id}:{turn}".encode()) % 8
         if kind == 5 and calls:
-            return self.protocol.format_calls(calls)
+            return self.writer.format_calls(calls)
         if sent:
             return DONE
         if kind == 1 and len(calls) > 1:
@@ -99,16 +121,68 @@ class Script:
         elif kind == 2:
             calls = [ToolCall("no_such_tool", {})]
         elif kind == 3 and calls:
-            return self.protocol.format_calls(calls)[:-3]
+            return self.writer.format_calls(calls)[:-3]
         elif kind == 4 and calls:
             calls = [ToolCall(calls[0].name, {key: "x" for key in calls[0].arguments}), *calls[1:]]
-        return self.protocol.format_calls(calls) if calls else DONE
+        return self.writer.format_calls(calls) if calls else DONE
+
+    def refused_key(self, headers: dict[str, str]) -> Response | None:
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            return JSONResponse({"error": {"message": "Invalid API key", "code": 401}}, status_code=401)
+        return None
+
+    def listing(self, headers: dict[str, str]) -> Response:
+        refused = self.refused_key(headers)
+        if refused is not None:
+            return refused
+        extra = {"max_model_len": self.window} if self.window and self.advertise_window else {}
+        data = [{"id": name, "object": "model", "owned_by": "scripted", **extra} for name in self.models]
+        return JSONResponse({"object": "list", "data": data})
+
+    def over_window(self, prompt: int, max_tokens: int) -> Response | None:
+        """vLLM's refusals, worded as vLLM words them."""
+        if self.window is None:
+            return None
+        if prompt >= self.window:
+            message = (
+                f"This model's maximum context length is {self.window} tokens. However, your request "
+                f"has {prompt} input tokens. Please reduce the length of the input messages."
+            )
+        elif prompt + max_tokens > self.window:
+            message = (
+                f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This model's "
+                f"maximum context length is {self.window} tokens and your request has {prompt} input "
+                f"tokens ({max_tokens} > {self.window} - {prompt})."
+            )
+        else:
+            return None
+        self.refusals.append({"prompt": prompt, "max_tokens": max_tokens})
+        error = {"object": "error", "message": message, "type": "BadRequestError", "code": 400}
+        return JSONResponse(error, status_code=400)
+
+    def reply(self, text: str, prompt: int, max_tokens: int) -> Response:
+        """The text cut to `max_tokens` (finish_reason "length"), with its usage."""
+        tokens = 1 + len(text) // 4
+        reason = "stop"
+        if tokens > max_tokens:
+            text, tokens, reason = text[: 4 * max_tokens], max_tokens, "length"
+        usage = {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens}
+        return JSONResponse(completion(text, usage, reason))
 
     async def answer(self, body: dict[str, Any], headers: dict[str, str]) -> Response:
         self.requests.append(body)
         self.headers.append(headers)
+        refused = self.refused_key(headers)
+        if refused is not None:
+            return refused
+        if body.get("model") not in self.models:
+            return JSONResponse({"error": {"message": "model not found", "code": 404}}, status_code=404)
+        prompt = self.count(body["messages"])
+        too_long = self.over_window(prompt, body["max_tokens"])
+        if too_long is not None:
+            return too_long
         if self.silent:
-            return JSONResponse(completion(SILENT))
+            return self.reply(SILENT, prompt, body["max_tokens"])
         messages = body["messages"]
         task_id, turn, sent = self.locate(messages)
         fault, from_turn = self.faults.get(task_id or "", ("", 0))
@@ -116,7 +190,7 @@ class Script:
             faulty = await self._fault(fault, (task_id or "", len(messages)), headers)
             if faulty is not None:
                 return faulty
-        return JSONResponse(completion(self.oracle(task_id, turn, sent)))
+        return self.reply(self.oracle(task_id, turn, sent), prompt, body["max_tokens"])
 
     async def _fault(
         self, fault: str, request_key: tuple[str, int], headers: dict[str, str]
@@ -144,6 +218,12 @@ def make_app(script: Script) -> FastAPI:
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
         return await script.answer(await request.json(), dict(request.headers))
+
+    if script.list_models:
+
+        @app.get("/v1/models")
+        async def models(request: Request) -> Response:
+            return script.listing(dict(request.headers))
 
     return app
 

@@ -7,33 +7,33 @@ import asyncio
 import contextlib
 import pickle
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import httpx
 import pytest
 import uvicorn
 
 from env_service.app import ServiceSettings, create_app
+from env_service.process import free_port, running_service
 from seal.bfcl.calls import ToolCall
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import get_task
-from seal.env.client import EnvClient, EnvServiceError, EnvUnavailableError, HttpEnvClient, InProcessEnvClient
+from seal.env.client import (
+    EnvClient,
+    EnvServiceError,
+    EnvUnavailableError,
+    HttpEnvClient,
+    InProcessEnvClient,
+    open_episode,
+)
 from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol import get_protocol
-from tests.helpers import ground_truth_actions
+from seal.protocol.ground_truth import ground_truth_actions
 
 TASK = "multi_turn_miss_func_0"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+QUIET_SERVICE = ["--log-level", "warning"]
 
 
 @contextlib.contextmanager
@@ -74,16 +74,14 @@ def local(**options: Any) -> InProcessEnvClient:
 
 async def play(client: EnvClient, task_id: str, actions: list[str], mode: str, fmt: str) -> dict[str, Any]:
     """Everything the client returned for one action log, minus the (random) episode id."""
-    created = await client.create_episode(task_id, mode, fmt)
-    episode_id = created.pop("episode_id")
     steps = []
-    for action in actions:
-        steps.append(await client.step(episode_id, action))
-        if steps[-1]["done"]:
-            break
-    finished = await client.finish(episode_id)
-    await client.delete(episode_id)
-    return {"created": created, "steps": steps, "finished": finished}
+    async with open_episode(client, task_id, mode, fmt) as episode:
+        for action in actions:
+            steps.append(await episode.step(action))
+            if steps[-1]["done"]:
+                break
+    created = {"messages": episode.messages, "interface_version": episode.interface_version}
+    return {"created": created, "steps": steps, "finished": episode.result}
 
 
 def noisy_actions(task_id: str, fmt: str) -> list[str]:
@@ -122,7 +120,7 @@ async def test_http_and_in_process_give_identical_results_for_one_action_log(htt
         assert [len(step["info"]["rejected"]) for step in over_http["steps"][:2]] == [1, 1]
         assert over_http["steps"][2]["info"]["errors"]
     else:
-        assert over_http["finished"]["reward"] == (0.0 if task_id == "multi_turn_miss_func_49" else 1.0)
+        assert over_http["finished"].reward == (0.0 if task_id == "multi_turn_miss_func_49" else 1.0)
 
 
 async def test_errors_are_the_same_typed_errors_with_the_same_reasons():
@@ -174,10 +172,10 @@ async def test_in_process_results_are_copies():
     client = local()
     episode_id = (await client.create_episode(TASK, "eval"))["episode_id"]
     result = await client.finish(episode_id)
-    result["reward"] = 99.0
-    result["labels"].clear()
+    result.labels.clear()
+    result.evidence[0].clear()
     again = await client.finish(episode_id)
-    assert again["reward"] == 0.0 and again["labels"]
+    assert again.reward == 0.0 and again.labels and again.evidence[0]
 
 
 async def test_put_profile_through_the_client_bumps_the_version():
@@ -187,6 +185,37 @@ async def test_put_profile_through_the_client_bumps_the_version():
             omega = await client.put_profile(profile)
             assert omega["version"] == 1 == (await client.get_interface())["version"]
             assert (await client.create_episode(TASK, "train"))["interface_version"] == 1
+
+
+@pytest.mark.parametrize("client_kind", ["http", "in-process"])
+async def test_an_episode_session_finishes_and_closes_on_success_and_deletes_on_failure(http, client_kind):
+    client = http if client_kind == "http" else local()
+    before = (await client.health())["episodes_open"]
+    async with open_episode(client, TASK, "eval") as played:
+        for action in ground_truth_actions(TASK):
+            await played.step(action)
+        assert (await client.health())["episodes_open"] == before + 1
+    assert played.result is not None and played.result.reward == 1.0 and played.env_seconds > 0
+    with pytest.raises(RuntimeError, match="model crashed"):
+        async with open_episode(client, TASK, "eval") as failed:
+            await failed.step(ground_truth_actions(TASK)[0])
+            raise RuntimeError("model crashed")
+    assert failed.result is None
+
+    async def hang() -> None:
+        async with open_episode(client, TASK, "train"):
+            await asyncio.sleep(30)
+
+    task = asyncio.create_task(hang())
+    while (await client.health())["episodes_open"] == before:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (await client.health())["episodes_open"] == before
+    for episode_id in (played.episode_id, failed.episode_id):
+        with pytest.raises(EnvServiceError, match="unknown episode"):
+            await client.finish(episode_id)
 
 
 # -- the HTTP client's connection handling ---------------------------------------------------------
@@ -217,7 +246,7 @@ async def test_finish_with_close_scores_and_deletes_in_one_request(http, client_
     episode_id = (await client.create_episode(TASK, "eval"))["episode_id"]
     for action in ground_truth_actions(TASK):
         await client.step(episode_id, action)
-    assert (await client.finish(episode_id, close=True))["reward"] == 1.0
+    assert (await client.finish(episode_id, close=True)).reward == 1.0
     assert (await client.health())["episodes_open"] == before
     with pytest.raises(EnvServiceError) as gone:
         await client.finish(episode_id)
@@ -226,7 +255,7 @@ async def test_finish_with_close_scores_and_deletes_in_one_request(http, client_
 
 async def test_many_concurrent_sessions(http):
     async def session() -> float:
-        return (await play(http, TASK, ground_truth_actions(TASK), "eval", "qwen_fc"))["finished"]["reward"]
+        return (await play(http, TASK, ground_truth_actions(TASK), "eval", "qwen_fc"))["finished"].reward
 
     assert await asyncio.gather(*(session() for _ in range(8))) == [1.0] * 8
 
@@ -306,51 +335,23 @@ async def test_an_unanswered_request_fails_within_the_timeout():
 
 
 # -- the service dies and comes back ---------------------------------------------------------------
-def start_service(port: int) -> subprocess.Popen[bytes]:
-    command = [
-        sys.executable,
-        "-m",
-        "env_service",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-    ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1, trust_env=False).status_code == 200:
-                return process
-        time.sleep(0.1)
-    process.kill()
-    raise AssertionError("service did not become healthy within 60 s")
-
-
 async def test_a_killed_service_raises_unavailable_in_time_and_a_restarted_one_serves_new_episodes():
     port = free_port()
-    process = start_service(port)
-    try:
-        client = HttpEnvClient(f"http://127.0.0.1:{port}", timeout=3, retries=2, backoff=0.1)
+    with running_service(QUIET_SERVICE, port=port) as service:
+        client = HttpEnvClient(service.url, timeout=3, retries=2, backoff=0.1)
         actions = ground_truth_actions(TASK)
         episode_id = (await client.create_episode(TASK, "eval"))["episode_id"]
         await client.step(episode_id, actions[0])
-        process.kill()
-        process.wait()
-        for call in (client.step(episode_id, actions[1]), client.create_episode(TASK, "eval")):
-            start = time.monotonic()
-            with pytest.raises(EnvUnavailableError):
-                await call
-            assert time.monotonic() - start < 3.5
-        process = start_service(port)
-        assert (await play(client, TASK, actions, "eval", "qwen_fc"))["finished"]["reward"] == 1.0
+        service.process.kill()
+        service.process.wait()
+    for call in (client.step(episode_id, actions[1]), client.create_episode(TASK, "eval")):
+        start = time.monotonic()
+        with pytest.raises(EnvUnavailableError):
+            await call
+        assert time.monotonic() - start < 3.5
+    with running_service(QUIET_SERVICE, port=port):
+        assert (await play(client, TASK, actions, "eval", "qwen_fc"))["finished"].reward == 1.0
         with pytest.raises(EnvServiceError) as lost:
             await client.step(episode_id, actions[1])
         assert lost.value.status == 404
         await client.aclose()
-    finally:
-        process.kill()
-        process.wait()

@@ -21,8 +21,10 @@ from seal.bfcl.isolation import leftover_instances
 from seal.cli import build_parser
 from seal.env.interface import GUIDELINE_HEADER
 from seal.env.store import EpisodeStore
+from seal.flags import settings_from_flags
+from seal.protocol.ground_truth import ground_truth_actions
+from seal.tocf.labels import DEFAULT_PRIORITY
 from seal.tocf.profile import FailureProfile
-from tests.helpers import ground_truth_actions
 
 TASK = "multi_turn_base_0"
 HEX_ID = re.compile(r"[0-9a-f]{32}")
@@ -103,7 +105,7 @@ async def test_tasks_defaults_to_all_and_refuses_an_unknown_split(api):
 
 
 async def test_create_returns_201_with_id_messages_version_and_location(api):
-    response = await api.post("/episodes", json={"task_id": TASK, "mode": "train", "format": "python_list"})
+    response = await api.post("/episodes", json={"task_id": TASK, "mode": "train", "protocol": "python_list"})
     assert response.status_code == 201
     body = response.json()
     assert set(body) == {"episode_id", "messages", "interface_version"}
@@ -111,6 +113,15 @@ async def test_create_returns_201_with_id_messages_version_and_location(api):
     assert response.headers["location"] == f"/episodes/{body['episode_id']}"
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert body["interface_version"] == 0
+
+
+async def test_the_protocol_field_also_answers_to_its_old_name_format(api):
+    for key in ("protocol", "format"):
+        body = {"task_id": TASK, "mode": "eval", key: "python_list"}
+        created = (await api.post("/episodes", json=body)).json()
+        finished = (await api.post(f"/episodes/{created['episode_id']}/finish?close=true")).json()
+        assert finished["protocol"] == "python_list"
+    assert "<tool_call>" not in created["messages"][0]["content"]
 
 
 @pytest.mark.parametrize(
@@ -161,12 +172,12 @@ BAD_REQUESTS: list[tuple[str, str, str, dict[str, Any], int, str]] = [
     ("task id not a string", "POST", "/episodes", {"json": {"task_id": 7, "mode": "eval"}}, 422, "task_id"),
     ("extra field", "POST", "/episodes", {"json": {"task_id": TASK, "mode": "eval", "seed": 1}}, 422, "seed"),
     (
-        "unknown format",
+        "unknown protocol",
         "POST",
         "/episodes",
-        {"json": {"task_id": TASK, "mode": "eval", "format": "xml"}},
+        {"json": {"task_id": TASK, "mode": "eval", "protocol": "xml"}},
         422,
-        "format",
+        "protocol",
     ),
     ("malformed JSON", "POST", "/episodes", {"content": b'{"task_id": '}, 422, "malformed JSON"),
     ("body not an object", "POST", "/episodes", {"content": b"[1, 2]"}, 422, "object"),
@@ -443,6 +454,28 @@ def test_cli_binds_loopback_by_default():
         "info",
     )
     assert parse_args(["--max-episodes", "8", "--ttl", "5"]).max_episodes == 8
+
+
+def test_both_service_commands_take_their_flags_and_defaults_from_the_settings_dataclass():
+    from env_service.__main__ import build_parser as module_parser
+
+    def flags(parser) -> dict[str, object]:
+        return {a.option_strings[0]: a.default for a in parser._actions if a.option_strings[0] != "-h"}
+
+    serve_parser = build_parser()._subparsers._group_actions[0].choices["serve"]
+    assert flags(serve_parser) == flags(module_parser())
+    assert {"--priority", "--reap-interval", "--ttl", "--max-body-bytes"} <= set(flags(serve_parser))
+    assert settings_from_flags(ServiceSettings, parse_args([])) == ServiceSettings()
+    order = "argument_mismatch,invalid_tool_call," + ",".join(DEFAULT_PRIORITY[2:])
+    args = module_parser().parse_args(["--priority", order, "--port", "0"])
+    chosen = settings_from_flags(ServiceSettings, args)
+    assert chosen.store.priority == tuple(order.split(",")) and chosen.port == 0
+
+
+def test_a_bad_priority_is_refused_with_its_reason(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--priority", "pass,state_mismatch"])
+    assert "argument --priority: " in capsys.readouterr().err
 
 
 def test_unknown_settings_are_refused():

@@ -16,7 +16,7 @@ from seal.bfcl.tasks import get_task, load_tasks
 from seal.env.episode import Episode, EpisodeDoneError, EpisodeLimits
 from seal.env.interface import OBSERVATION_NOTE, build_interface
 from seal.protocol import get_protocol
-from tests.helpers import END_OF_TURN, ground_truth_actions
+from seal.protocol.ground_truth import END_OF_TURN, ground_truth_actions
 
 GT_DEFECT = "multi_turn_miss_func_49"  # its ground truth calls `tail` two turns before `tail` is revealed
 
@@ -33,14 +33,14 @@ def play(task_id: str, actions: list[str], fmt: str = "qwen_fc", **options) -> d
 
 @pytest.mark.parametrize("fmt", ["qwen_fc", "python_list"])
 def test_ground_truth_replay_scores_one_on_every_task(fmt):
-    failing = [t for t in load_tasks() if play(t, ground_truth_actions(t, fmt), fmt)["reward"] != 1.0]
+    failing = [t for t in load_tasks() if play(t, ground_truth_actions(t, fmt), fmt).reward != 1.0]
     assert failing == [GT_DEFECT]
     assert leftover_instances() == []
 
 
 def test_the_ground_truth_defect_is_rejected_by_availability_not_by_the_checker():
     result = play(GT_DEFECT, ground_truth_actions(GT_DEFECT))
-    rejected = [c for turn in result["evidence"] for c in turn["calls"] if not c["accepted"]]
+    rejected = [c for turn in result.evidence for c in turn["calls"] if not c["accepted"]]
     assert "tail" in {c["name"] for c in rejected}
     assert all("'tail' is not available" in c["reject_reason"] for c in rejected)
 
@@ -66,7 +66,7 @@ def test_turns_advance_on_plain_text_and_the_episode_completes():
     with pytest.raises(EpisodeDoneError):
         episode.step(END_OF_TURN)
     result = episode.finish()
-    assert result["reward"] == 0.0 and result["labels"][0] == "empty_turn_model_response"
+    assert result.reward == 0.0 and result.labels[0] == "empty_turn_model_response"
 
 
 def test_miss_func_reveal_turn_adds_the_held_out_tools():
@@ -89,7 +89,7 @@ def test_step_limit_per_turn_truncates_and_scores_zero():
     episode.reset()
     results = [episode.step(call) for _ in range(3)]
     assert [r.done for r in results] == [False, False, True] and results[-1].info["truncated"]
-    assert episode.finish()["reward"] == 0.0 and episode.finish()["truncated"]
+    assert episode.finish().reward == 0.0 and episode.finish().truncated
 
 
 def test_episode_cap_truncates():
@@ -141,7 +141,7 @@ def test_injected_calls_execute_nothing_and_the_episode_goes_on(payload, tmp_pat
     replay = ground_truth_actions("multi_turn_base_0")
     for action in replay:
         episode.step(action)
-    assert episode.finish()["reward"] == 1.0
+    assert episode.finish().reward == 1.0
 
 
 ISOLATION_TASK = "multi_turn_long_context_152"
@@ -209,7 +209,7 @@ def test_interleaved_episodes_match_one_by_one_runs():
     results = [(interleaved[i], episodes[i].finish()) for i in range(len(logs))]
     diverging = [i for i, (ours, alone) in enumerate(zip(results, one_by_one, strict=True)) if ours != alone]
     assert diverging == []
-    rewards = {result["reward"] for _, result in results}
+    rewards = {result.reward for _, result in results}
     assert rewards == {0.0, 1.0}
     assert leftover_instances() == []
 
@@ -241,7 +241,7 @@ def test_verdicts_equal_the_official_checker_on_perturbed_trajectories(kind):
         actions = [
             a for calls in turns for a in ([protocol.format_calls(calls)] if calls else []) + [END_OF_TURN]
         ]
-        ours = play(task_id, actions)["reward"]
+        ours = play(task_id, actions).reward
         decoded = [[[c.to_call_string() for c in calls]] if calls else [] for calls in turns]
         namespace = fresh_namespace("official")
         entry = {
@@ -307,5 +307,5 @@ def test_strict_parsing_rejects_the_whole_message_and_lenient_runs_the_valid_cal
     assert "compare_files" in contents[0] and any(
         c.startswith("[ERROR] Invalid tool call format:") for c in contents
     )
-    labels = lenient.finish()["evidence"][0]
+    labels = lenient.finish().evidence[0]
     assert labels["rejected_messages"] == 1 and [c["accepted"] for c in labels["calls"]] == [True, False]

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from env_service.process import free_port
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import CATEGORIES, get_task, split_ids
+from seal.env.episode import Episode
+from seal.evaluation.budget import tokenizer_counter
 from seal.evaluation.command import add_eval_arguments, run_eval_command
 from seal.evaluation.endpoint import RetryPolicy
 from seal.evaluation.official import bfcl_task, replay_calls, rescore
-from tests.helpers import END_OF_TURN as DONE
-from tests.helpers import ground_truth_actions
-from tests.scripted_endpoint import SILENT, Script, serve
+from seal.protocol.ground_truth import END_OF_TURN as DONE
+from seal.protocol.ground_truth import ground_truth_actions
+from tests.scripted_endpoint import SILENT, Script, scripted_tokens, serve
 
 DEFECTS = {"multi_turn_miss_func_49"}
 ABSTAIN_LABELS = {"missing_tool_call", "empty_turn_model_response", "correct_abstention"}
@@ -58,12 +61,20 @@ def test_oracle_passes_every_category_and_the_official_rescore_agrees(tmp_path, 
     with serve(script) as url:
         assert run(url, out, "--official", "--max-tokens", "512", tasks=tasks) == 0
     result = summary(out)
-    assert set(result) == {"split", "n", "pass_rate", "by_category", "official"}
+    assert set(result) == {
+        "split",
+        "n",
+        "pass_rate",
+        "truncated",
+        "by_category",
+        "endpoint_errors",
+        "official",
+    }
     assert (result["split"], result["n"], result["pass_rate"]) == ("test", 12, 1.0)
     assert list(result["by_category"]) == list(CATEGORIES)
     for entry in result["by_category"].values():
-        assert set(entry) == {"n", "pass_rate", "labels"}
-        assert (entry["n"], entry["pass_rate"]) == (3, 1.0)
+        assert set(entry) == {"n", "pass_rate", "truncated", "labels"}
+        assert (entry["n"], entry["pass_rate"], entry["truncated"]) == (3, 1.0, 0)
         assert set(entry["labels"]) <= {"pass", "correct_abstention"}
     assert result["official"] == {"checked": 12, "disagreements": []}
 
@@ -75,27 +86,27 @@ def test_oracle_passes_every_category_and_the_official_rescore_agrees(tmp_path, 
         assert len(episode["labels"]) == get_task(episode["task_id"]).num_turns
     logs = lines(out / "actions.jsonl")
     assert [log["task_id"] for log in logs] == tasks
-    assert all(log["format"] == "qwen_fc" and log["actions"] for log in logs)
+    assert all(log["protocol"] == "qwen_fc" and log["actions"] for log in logs)
 
     for body in script.requests:
         assert body["model"] == "oracle" and body["temperature"] == 0 and body["max_tokens"] == 512
         assert "tools" not in body
         assert body["messages"][0]["role"] == "system" and "<tools>" in body["messages"][0]["content"]
     printed = capsys.readouterr().out
-    assert "| **average** | 12 | 100.0% |" in printed
+    assert "| **average** | 12 | 100.0% | 0 |" in printed
     assert "official re-score: 12 checked, 0 disagreement(s)" in printed
-    assert f"model `oracle` · base URL `{url}` · format `qwen_fc`" in (out / "summary.md").read_text()
+    assert f"model `oracle` · base URL `{url}` · protocol `qwen_fc`" in (out / "summary.md").read_text()
 
 
-@pytest.mark.parametrize("format_name", ["llama3_json", "python_list"])
-def test_oracle_passes_in_the_other_formats(tmp_path, format_name):
+@pytest.mark.parametrize("protocol", ["llama3_json", "python_list"])
+def test_oracle_passes_in_the_other_protocols(tmp_path, protocol):
     tasks = sample(1)
-    out = tmp_path / format_name
-    with serve(Script(tasks, format_name)) as url:
-        assert run(url, out, "--format", format_name, "--official", tasks=tasks) == 0
+    out = tmp_path / protocol
+    with serve(Script(tasks, protocol)) as url:
+        assert run(url, out, "--protocol", protocol, "--official", tasks=tasks) == 0
     result = summary(out)
     assert result["pass_rate"] == 1.0 and result["official"] == {"checked": 4, "disagreements": []}
-    assert {log["format"] for log in lines(out / "actions.jsonl")} == {format_name}
+    assert {log["protocol"] for log in lines(out / "actions.jsonl")} == {protocol}
 
 
 @pytest.mark.parametrize(
@@ -129,7 +140,7 @@ def test_a_resumed_run_gives_the_same_summary_as_an_uninterrupted_one(tmp_path, 
         assert len(kept.splitlines()) == 2
         # An interruption between the two appends, then one in the middle of a line.
         with (parts / "actions.jsonl").open("a") as handle:
-            handle.write(json.dumps({"task_id": tasks[2], "format": "qwen_fc", "actions": ["half"]}) + "\n")
+            handle.write(json.dumps({"task_id": tasks[2], "protocol": "qwen_fc", "actions": ["half"]}) + "\n")
         with (parts / "episodes.jsonl").open("a") as handle:
             handle.write('{"task_id": "' + tasks[3] + '", "rew')
         before = {p.name: p.read_bytes() for p in parts.iterdir()}
@@ -152,7 +163,7 @@ def test_a_resumed_run_gives_the_same_summary_as_an_uninterrupted_one(tmp_path, 
 def test_resume_refuses_a_different_model_or_a_wider_selection(tmp_path, capsys):
     tasks = sample(1)
     out = tmp_path / "run"
-    with serve(Script(tasks)) as url:
+    with serve(Script(tasks, models=("oracle", "other"))) as url:
         assert run(url, out, tasks=tasks) == 0
         assert run(url, out, "--resume", tasks=tasks, model="other") == 2
         assert "model 'oracle'" in capsys.readouterr().err
@@ -160,7 +171,7 @@ def test_resume_refuses_a_different_model_or_a_wider_selection(tmp_path, capsys)
         assert "outside this selection" in capsys.readouterr().err
 
 
-def test_endpoint_failures_fail_only_their_episodes(tmp_path, capsys):
+def test_endpoint_failures_are_listed_by_task_and_left_out_of_the_pass_rate(tmp_path, capsys):
     tasks = sample(2)[:7]
     faults = {
         tasks[0]: ("http500", 1),
@@ -183,14 +194,20 @@ def test_endpoint_failures_fail_only_their_episodes(tmp_path, capsys):
     }
     for task_id, reason in expected.items():
         episode = episodes[task_id]
-        assert reason in episode["error"] and episode["reward"] == 0.0
+        assert reason in episode["error"] and episode["reward"] == 0.0 and not episode["truncated"]
         assert len(episode["labels"]) == get_task(task_id).num_turns
     assert episodes[tasks[0]]["labels"][0] == "pass"
     assert "gave up after 2 attempt(s)" in episodes[tasks[0]]["error"]
     for task_id in tasks[4:]:
         assert "error" not in episodes[task_id] and episodes[task_id]["reward"] == 1.0
-    assert summary(out)["n"] == 7
-    assert "4 of 7 episode(s) run now failed on the endpoint" in capsys.readouterr().out
+    result = summary(out)
+    assert result["endpoint_errors"] == {"count": 4, "task_ids": tasks[:4]}
+    assert result["n"] == 3 and result["pass_rate"] == 1.0
+    printed = capsys.readouterr().out
+    assert "4 endpoint error(s) excluded from the pass rate" in printed
+    assert "endpoint errors (" in printed and ", ".join(tasks[:4]) in printed
+    markdown = (out / "summary.md").read_text()
+    assert "4 endpoint error(s) excluded from the pass rate" in markdown and tasks[3] in markdown
 
 
 def test_retry_failed_reruns_only_the_failed_episodes(tmp_path):
@@ -208,14 +225,154 @@ def test_retry_failed_reruns_only_the_failed_episodes(tmp_path):
     assert summary(out)["pass_rate"] == 1.0
 
 
-def test_an_unreachable_endpoint_fails_each_episode_and_exits_1(tmp_path):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    out = tmp_path / "down"
-    assert run(f"http://127.0.0.1:{port}/v1", out, "--retries", "0", "--limit", "2", "--split", "val") == 1
-    episodes = lines(out / "episodes.jsonl")
-    assert len(episodes) == 2 and all("ConnectError" in e["error"] and e["reward"] == 0.0 for e in episodes)
+def first_question(task_id: str) -> str:
+    return get_task(task_id).questions[0][0]["content"]
+
+
+def assert_refused_in_seconds(
+    url: str, out: Path, capsys, message: str, *extra: str, model: str = "oracle"
+) -> None:
+    started = time.monotonic()
+    assert run(url, out, "--split", "val", *extra, model=model) == 1
+    assert time.monotonic() - started < 10
+    err = capsys.readouterr().err
+    assert err.startswith("seal eval: error: ") and message in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_an_unreachable_endpoint_fails_the_preflight_in_seconds(tmp_path, capsys):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    assert_refused_in_seconds(url, tmp_path / "down", capsys, "cannot reach", "--retries", "5")
+
+
+def test_an_unknown_model_fails_the_preflight(tmp_path, capsys):
+    script = Script(sample(1), models=("oracle", "judge"))
+    with serve(script) as url:
+        message = "does not serve model 'nope' (it serves: oracle, judge)"
+        assert_refused_in_seconds(url, tmp_path / "unknown", capsys, message, model="nope")
+    assert script.requests == []
+
+
+def test_a_refused_key_fails_the_preflight_without_showing_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-WRONG-SENTINEL")
+    script = Script(sample(1), api_key="sk-right")
+    with serve(script) as url:
+        assert_refused_in_seconds(url, tmp_path / "key", capsys, "refused the API key: HTTP 401")
+        monkeypatch.delenv("OPENAI_API_KEY")
+        assert_refused_in_seconds(url, tmp_path / "nokey", capsys, "refused no API key")
+    assert script.requests == []
+
+
+def test_without_a_model_list_the_preflight_asks_for_one_token(tmp_path, capsys):
+    tasks = sample(1)[:1]
+    script = Script(tasks, list_models=False, window=8000)
+    with serve(script) as url:
+        refusal = "model 'nope' refused: HTTP 404"
+        assert_refused_in_seconds(url, tmp_path / "nope", capsys, refusal, model="nope")
+        assert run(url, tmp_path / "ok", tasks=tasks) == 0
+    assert script.requests[1]["max_tokens"] == 1 and summary(tmp_path / "ok")["pass_rate"] == 1.0
+
+
+def answered(script: Script) -> list[dict[str, Any]]:
+    refused = {(r["prompt"], r["max_tokens"]) for r in script.refusals}
+    return [b for b in script.requests if (scripted_tokens(b["messages"]), b["max_tokens"]) not in refused]
+
+
+@pytest.mark.parametrize("window_from", ["models", "flag", "refusal"])
+def test_max_tokens_is_clamped_to_the_window_or_retried_once(tmp_path, window_from):
+    tasks = sample(1)[:3]
+    window = 7000
+    script = Script(tasks, window=window, advertise_window=window_from == "models")
+    extra = ("--max-model-len", str(window)) if window_from == "flag" else ()
+    out = tmp_path / window_from
+    with serve(script) as url:
+        assert run(url, out, "--max-tokens", "4096", *extra, tasks=tasks) == 0
+    result = summary(out)
+    assert (result["pass_rate"], result["truncated"], result["endpoint_errors"]["count"]) == (1.0, 0, 0)
+    first_prompts = {scripted_tokens(b["messages"]) for b in script.requests if len(b["messages"]) == 2}
+    assert {r["prompt"] for r in script.refusals} >= first_prompts
+    for body in answered(script):
+        assert scripted_tokens(body["messages"]) + body["max_tokens"] <= window
+    retried = len(script.requests) - len(answered(script))
+    assert retried == len(script.refusals) and retried < len(answered(script))
+
+
+def chatml_tokenizer(folder: Path, corpus: list[str]) -> Path:
+    """A byte-level BPE trained here on `corpus`, with a ChatML template: nothing is downloaded."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    trainer = trainers.BpeTrainer(
+        vocab_size=600, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tokenizer.train_from_iterator(corpus, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>")
+    fast.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    fast.save_pretrained(folder)
+    return folder
+
+
+def test_with_the_tokenizer_every_call_fits_the_window_at_once(tmp_path):
+    tasks = sample(1)[:2]
+    openings = [Episode(t).reset() for t in tasks]
+    folder = chatml_tokenizer(tmp_path / "tokenizer", [m["content"] for o in openings for m in o])
+    count = tokenizer_counter(folder)
+    window = max(count(o) for o in openings) + 1500
+    script = Script(tasks, window=window, count=count)
+    out = tmp_path / "exact"
+    with serve(script) as url:
+        assert run(url, out, "--max-tokens", "4096", "--tokenizer", str(folder), tasks=tasks) == 0
+    assert summary(out)["pass_rate"] == 1.0 and script.refusals == []
+    assert all(count(b["messages"]) + b["max_tokens"] <= window for b in script.requests)
+    assert {b["max_tokens"] for b in script.requests} < set(range(1, 4096))
+    assert json.loads((out / "run.json").read_text())["tokenizer"] == str(folder)
+
+
+def test_a_conversation_that_outgrows_the_window_is_truncated_and_scored(tmp_path, capsys):
+    short, long = "multi_turn_base_1", "multi_turn_long_context_8"
+    script = Script([short, long], window=8000)
+    out = tmp_path / "outgrown"
+    with serve(script) as url:
+        assert run(url, out, tasks=[short, long]) == 0
+    episodes = {e["task_id"]: e for e in lines(out / "episodes.jsonl")}
+    assert episodes[short]["reward"] == 1.0 and not episodes[short]["truncated"]
+    assert episodes[long]["truncated"] and episodes[long]["reward"] == 0.0 and "error" not in episodes[long]
+    assert len(episodes[long]["labels"]) == get_task(long).num_turns
+    assert "pass" in episodes[long]["labels"]
+    result = summary(out)
+    assert (result["n"], result["truncated"], result["pass_rate"]) == (2, 1, 0.5)
+    assert result["by_category"]["multi_turn_long_context"] == {
+        "n": 1,
+        "pass_rate": 0.0,
+        "truncated": 1,
+        "labels": result["by_category"]["multi_turn_long_context"]["labels"],
+    }
+    assert result["endpoint_errors"] == {"count": 0, "task_ids": []}
+    header = (out / "summary.md").read_text().splitlines()[4]
+    assert header.startswith("| category | n | pass rate | truncated |")
+    assert "| **average** | 2 | 50.0% | 1 |" in capsys.readouterr().out
+
+
+def test_a_prompt_that_alone_exceeds_the_window_is_a_truncated_episode(tmp_path):
+    task_id = "multi_turn_miss_param_7"
+    script = Script([task_id], window=5000, advertise_window=False)
+    out = tmp_path / "too_long"
+    with serve(script) as url:
+        assert run(url, out, tasks=[task_id]) == 0
+    (episode,) = lines(out / "episodes.jsonl")
+    assert episode["truncated"] and episode["reward"] == 0.0 and "error" not in episode
+    assert set(episode["labels"]) <= ABSTAIN_LABELS
+    assert lines(out / "actions.jsonl")[0]["actions"] == []
+    assert len(script.refusals) == 1 and script.refusals[0]["prompt"] > 5000
+    result = summary(out)
+    assert (result["n"], result["truncated"], result["endpoint_errors"]["count"]) == (1, 1, 0)
 
 
 def test_the_api_key_reaches_the_endpoint_but_no_output(tmp_path, capsys, monkeypatch):
@@ -265,7 +422,8 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path, capsys, argv, message):
 def test_an_out_that_is_a_file_is_refused(tmp_path, capsys):
     out = tmp_path / "file"
     out.write_text("mine")
-    assert run("http://127.0.0.1:9/v1", out, "--limit", "1") == 2
+    with serve(Script()) as url:
+        assert run(url, out, "--limit", "1") == 2
     assert capsys.readouterr().err.startswith(f"seal eval: error: cannot use --out {out}")
     assert out.read_text() == "mine"
 
@@ -288,8 +446,8 @@ def test_official_replay_rebuilds_turns_and_flags_a_wrong_reward():
     with_rejection = [bogus, *actions]
     assert replay_calls(task, "qwen_fc", with_rejection).turns == replayed.turns
 
-    silent = {"task_id": task_id, "format": "qwen_fc", "actions": [SILENT] * len(task.ground_truth)}
-    oracle = {"task_id": task_id, "format": "qwen_fc", "actions": actions}
+    silent = {"task_id": task_id, "protocol": "qwen_fc", "actions": [SILENT] * len(task.ground_truth)}
+    oracle = {"task_id": task_id, "protocol": "qwen_fc", "actions": actions}
     report = rescore([silent], {task_id: 1.0})
     assert report["checked"] == 1
     (wrong,) = report["disagreements"]
@@ -302,7 +460,7 @@ def test_official_replay_truncates_a_turn_at_twenty_messages():
     first_call = ground_truth_actions(task_id)[0]
     replayed = replay_calls(bfcl_task(task_id), "qwen_fc", [first_call] * 20 + [DONE] * 10)
     assert not replayed.completed and len(replayed.turns[0]) == 20
-    log = {"task_id": task_id, "format": "qwen_fc", "actions": [first_call] * 20 + [DONE] * 10}
+    log = {"task_id": task_id, "protocol": "qwen_fc", "actions": [first_call] * 20 + [DONE] * 10}
     assert rescore([log], {task_id: 0.0}) == {"checked": 1, "disagreements": []}
 
 

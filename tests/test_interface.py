@@ -331,9 +331,9 @@ def test_parse_error_hint() -> None:
     assert "<tool_call>" in lines[0] and '"arguments"' in lines[0]
     assert lines[1] == f"[Hint] Available tools: {', '.join(names[:12])}, ... (+3 more)."
     assert "plain text" in lines[2]
-    assert "[tool_a(arg=value)" in (FULL.parse_error_hint(["bad"], ["ls"], fmt="python_list") or "")
+    assert "[tool_a(arg=value)" in (FULL.parse_error_hint(["bad"], ["ls"], protocol="python_list") or "")
     assert "format described in the system prompt" in (
-        FULL.parse_error_hint(["bad"], ["ls"], fmt="other") or ""
+        FULL.parse_error_hint(["bad"], ["ls"], protocol="other") or ""
     )
     assert FULL.parse_error_hint([], names) is None
     assert REFERENCE.parse_error_hint(["bad"], names) is None

@@ -29,7 +29,7 @@ from seal.protocol import (
 )
 from seal.protocol.qwen_fc import NO_VALID_BLOCK, STRAY_TAG, find_blocks
 
-CASES = Path("/work/shared/examples/diagnosis_cases.jsonl")
+CASES = Path(__file__).parent / "data" / "diagnosis_cases.jsonl"
 QWEN = QwenFCProtocol()
 LLAMA = Llama3JsonProtocol()
 PYLIST = PythonListProtocol()
@@ -463,7 +463,6 @@ def _fixture_actions() -> list[tuple[str, str]]:
     ]
 
 
-@pytest.mark.skipif(not CASES.exists(), reason="shared diagnosis cases not present")
 def test_qwen_parses_the_diagnosis_case_actions():
     expected_errors = 0
     for case, action in _fixture_actions():
@@ -482,7 +481,6 @@ def test_qwen_parses_the_diagnosis_case_actions():
     assert expected_errors == 2
 
 
-@pytest.mark.skipif(not CASES.exists(), reason="shared diagnosis cases not present")
 def test_qwen_replays_ground_truth_of_base_0():
     case = next(json.loads(line) for line in CASES.read_text().splitlines() if "full_replay__base_0" in line)
     called = [

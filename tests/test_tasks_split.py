@@ -51,7 +51,7 @@ def test_split_counts_and_no_shared_scenario():
 
 
 def test_split_file_is_the_seal_t3rl_split():
-    """The exact file of shared/reference/bfcl_split.json; any edit to the split must be deliberate."""
+    """The SEAL/T3RL split file byte for byte; any edit to the split must be deliberate."""
     digest = hashlib.sha256(SPLIT_FILE.read_bytes()).hexdigest()
     assert digest == "d125c811c73a9420b741a874d8cdee54096a573bfca500d3cf1df4a264bc7dea"
 

@@ -1,4 +1,4 @@
-"""A-Patch (DESIGN §4.3): static and dynamic weights, application to advantages, config and state."""
+"""A-Patch (docs/design.md §4.3): static and dynamic weights, application to advantages, config and state."""
 
 from __future__ import annotations
 

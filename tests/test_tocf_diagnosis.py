@@ -1,4 +1,4 @@
-"""Diagnosis Ψ on hand-built evidence mirroring /work/shared/examples/diagnosis_cases.jsonl (DESIGN §4.1)."""
+"""Diagnosis Ψ on hand-built evidence mirroring tests/data/diagnosis_cases.jsonl (docs/design.md §4.1)."""
 
 from __future__ import annotations
 
@@ -513,7 +513,7 @@ def test_priority_only_matters_for_failing_reached_turns(t: TurnEvidence, priori
 # --- purity ---------------------------------------------------------------------------------------------
 
 
-def test_tocf_imports_only_stdlib_and_itself() -> None:
+def test_tocf_imports_only_stdlib_itself_and_the_verifier_record() -> None:
     package = Path(__file__).resolve().parents[1] / "seal" / "tocf"
     for path in package.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -523,14 +523,17 @@ def test_tocf_imports_only_stdlib_and_itself() -> None:
             for name in names:
                 top = name.split(".")[0]
                 assert (
-                    top in sys.stdlib_module_names or name.startswith("seal.tocf") or name == "__future__"
+                    top in sys.stdlib_module_names
+                    or name.startswith("seal.tocf")
+                    or name in ("__future__", "seal.bfcl.checks")
                 ), f"{path.name} imports {name}"
 
 
 def test_importing_tocf_loads_no_heavy_modules() -> None:
     code = (
         "import sys, seal.tocf; bad = [m for m in sys.modules if m.split('.')[0] in "
-        "{'numpy', 'torch', 'verl', 'ray'} or (m.startswith('seal.') and not m.startswith('seal.tocf'))]; "
+        "{'numpy', 'torch', 'verl', 'ray', 'bfcl_eval'} or (m.startswith('seal.') and not "
+        "m.startswith(('seal.tocf', 'seal.bfcl.checks')) and m != 'seal.bfcl')]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

@@ -1,4 +1,4 @@
-"""The failure profile C_t (DESIGN §4.2): counting, JSON, merge, reset and malformed input."""
+"""The failure profile C_t (docs/design.md §4.2): counting, JSON, merge, reset and malformed input."""
 
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_mult
 
 from seal.bfcl import isolation
 from seal.bfcl.calls import ToolCall
+from seal.bfcl.checks import TurnCheck
 from seal.bfcl.tasks import Task
-from seal.tocf.evidence import TurnCheck
 
 ModelTurns = Sequence[Sequence[Sequence[ToolCall]]]
 """[turn][step][call]: the accepted calls of each assistant message, grouped by user turn."""

@@ -7,9 +7,11 @@ loops, tools and tests can switch between a remote service and a local `EpisodeS
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 from urllib.parse import quote
 
 import aiohttp
@@ -17,7 +19,10 @@ import httpx
 import orjson
 from httpx_aiohttp import AiohttpTransport
 
+from seal.env.episode import EpisodeResult
 from seal.env.store import EpisodeStore, StoreError, one_line
+
+T = TypeVar("T")
 
 
 class EnvServiceError(Exception):
@@ -38,13 +43,15 @@ class EnvUnavailableError(EnvServiceError):
 
 @runtime_checkable
 class EnvClient(Protocol):
-    """What an agent loop needs from the environment (DESIGN §3.5)."""
+    """What an agent loop needs from the environment (docs/design.md §3.5)."""
 
-    async def create_episode(self, task_id: str, mode: str, format: str | None = None) -> dict[str, Any]: ...
+    async def create_episode(
+        self, task_id: str, mode: str, protocol: str | None = None
+    ) -> dict[str, Any]: ...
 
     async def step(self, episode_id: str, action: str) -> dict[str, Any]: ...
 
-    async def finish(self, episode_id: str, close: bool = False) -> dict[str, Any]: ...
+    async def finish(self, episode_id: str, close: bool = False) -> EpisodeResult: ...
 
     async def delete(self, episode_id: str) -> None: ...
 
@@ -149,18 +156,19 @@ class HttpEnvClient:
             raise EnvServiceError(response.status_code, _reason(response))
         return orjson.loads(response.content) if response.content else None
 
-    async def create_episode(self, task_id: str, mode: str, format: str | None = None) -> dict[str, Any]:
+    async def create_episode(self, task_id: str, mode: str, protocol: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"task_id": task_id, "mode": mode}
-        if format is not None:
-            body["format"] = format
+        if protocol is not None:
+            body["protocol"] = protocol
         return await self._request("POST", "/episodes", body)
 
     async def step(self, episode_id: str, action: str) -> dict[str, Any]:
         return await self._request("POST", f"/episodes/{_segment(episode_id)}/step", {"action": action})
 
-    async def finish(self, episode_id: str, close: bool = False) -> dict[str, Any]:
+    async def finish(self, episode_id: str, close: bool = False) -> EpisodeResult:
         params = {"close": "true"} if close else None
-        return await self._request("POST", f"/episodes/{_segment(episode_id)}/finish", params=params)
+        path = f"/episodes/{_segment(episode_id)}/finish"
+        return EpisodeResult.from_json(await self._request("POST", path, params=params))
 
     async def delete(self, episode_id: str) -> None:
         await self._request("DELETE", f"/episodes/{_segment(episode_id)}")
@@ -196,14 +204,14 @@ class InProcessEnvClient:
             raise EnvServiceError(exc.status, exc.reason) from None
         return json.loads(json.dumps(value)) if value is not None else None
 
-    async def create_episode(self, task_id: str, mode: str, format: str | None = None) -> dict[str, Any]:
-        return self._call(lambda: self.store.create(task_id, mode, format)._asdict())
+    async def create_episode(self, task_id: str, mode: str, protocol: str | None = None) -> dict[str, Any]:
+        return self._call(lambda: self.store.create(task_id, mode, protocol)._asdict())
 
     async def step(self, episode_id: str, action: str) -> dict[str, Any]:
         return self._call(self.store.step, episode_id, action)
 
-    async def finish(self, episode_id: str, close: bool = False) -> dict[str, Any]:
-        return self._call(self.store.finish, episode_id, close)
+    async def finish(self, episode_id: str, close: bool = False) -> EpisodeResult:
+        return EpisodeResult.from_json(self._call(lambda: self.store.finish(episode_id, close).to_json()))
 
     async def delete(self, episode_id: str) -> None:
         self._call(self.store.delete, episode_id)
@@ -219,6 +227,65 @@ class InProcessEnvClient:
 
     async def list_tasks(self, split: str = "all") -> list[str]:
         return self._call(self.store.list_tasks, split)
+
+
+class EpisodeSession:
+    """One episode as an async context manager: the one place that owns the clean-up policy.
+
+    Entering creates the episode (`messages` are its opening messages); leaving normally finishes
+    and closes it in one request and keeps the `result`; leaving by an exception or a cancellation
+    deletes it, best effort, and lets the exception through. `env_seconds` is the time spent
+    waiting for the service, for the caller's accounting.
+    """
+
+    def __init__(self, client: EnvClient, task_id: str, mode: str, protocol: str | None = None) -> None:
+        self.client = client
+        self.task_id = task_id
+        self.mode = mode
+        self.protocol = protocol
+        self.episode_id: str | None = None
+        self.messages: list[dict[str, str]] = []
+        self.interface_version = -1
+        self.result: EpisodeResult | None = None
+        self.env_seconds = 0.0
+
+    async def _timed(self, call: Awaitable[T]) -> T:
+        start = time.perf_counter()
+        try:
+            return await call
+        finally:
+            self.env_seconds += time.perf_counter() - start
+
+    async def __aenter__(self) -> EpisodeSession:
+        created = await self._timed(self.client.create_episode(self.task_id, self.mode, self.protocol))
+        self.episode_id = created["episode_id"]
+        self.messages = created["messages"]
+        self.interface_version = created["interface_version"]
+        return self
+
+    async def step(self, action: str) -> dict[str, Any]:
+        """`{observation, done, info}` for one assistant message."""
+        return await self._timed(self.client.step(cast(str, self.episode_id), action))
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        episode_id = cast(str, self.episode_id)
+        if exc_type is None:
+            try:
+                self.result = await self._timed(self.client.finish(episode_id, close=True))
+                return
+            except BaseException:
+                await self._discard(episode_id)
+                raise
+        await self._discard(episode_id)
+
+    async def _discard(self, episode_id: str) -> None:
+        with contextlib.suppress(EnvServiceError):
+            await self._timed(self.client.delete(episode_id))
+
+
+def open_episode(client: EnvClient, task_id: str, mode: str, protocol: str | None = None) -> EpisodeSession:
+    """`async with open_episode(client, task_id, mode) as episode:` step it; `episode.result` after."""
+    return EpisodeSession(client, task_id, mode, protocol)
 
 
 def _never_sent(exc: httpx.TransportError) -> bool:

@@ -8,7 +8,7 @@ assistant messages (the action log) replays an episode exactly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from seal.bfcl import schema
@@ -17,10 +17,11 @@ from seal.bfcl.executor import Executor
 from seal.bfcl.tasks import Task, get_task
 from seal.bfcl.verifier import FORCE_TERMINATED, Verdict, official_verdict, turn_checks
 from seal.env.interface import RAW, Interface
-from seal.protocol import Protocol, get_protocol
+from seal.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
 from seal.protocol.base import CallCandidate, ParsedAction
 from seal.tocf.diagnosis import diagnose, trajectory_profile
 from seal.tocf.evidence import CallEvidence, TurnEvidence
+from seal.tocf.labels import DEFAULT_TAXONOMY
 
 Mode = Literal["train", "eval"]
 MODES = ("train", "eval")
@@ -51,6 +52,43 @@ class StepResult:
     info: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class EpisodeResult:
+    """What `finish` says about an episode: the service's finish body, report lines and rollout fields."""
+
+    task_id: str
+    category: str
+    mode: Mode
+    protocol: str
+    """The protocol of the model-facing text (qwen_fc, llama3_json, python_list)."""
+    interface_version: int
+    """The version of Ω the episode ran under (0 = the preset; eval episodes run the raw interface)."""
+    reward: float
+    """1.0 iff BFCL's official multi-turn checker passes; an unfinished or truncated episode scores 0."""
+    verifier: dict[str, Any]
+    """The official verdict: `valid`, its error type and message."""
+    taxonomy: str
+    labels: list[str]
+    """One diagnosis label per ground-truth turn."""
+    profile: dict[str, float]
+    """Share of the ground-truth turns carrying each label (the trajectory profile p_j)."""
+    evidence: list[dict[str, Any]]
+    """Per ground-truth turn: messages, attempted calls, the re-execution check, the label and why."""
+    truncated: bool
+    """A step limit or the context window ended the episode (`Episode.truncate`)."""
+    steps: int
+    """Assistant messages the episode received."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-shaped deep copy (what the service sends)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EpisodeResult:
+        """The result from its JSON form; a missing field is a KeyError naming it."""
+        return cls(**{name: data[name] for name in _RESULT_FIELDS})
+
+
 @dataclass
 class _Turn:
     messages: list[int] = field(default_factory=list)
@@ -66,10 +104,10 @@ class Episode:
         self,
         task: Task | str,
         mode: Mode = "eval",
-        protocol: Protocol | str = "qwen_fc",
+        protocol: Protocol | str = DEFAULT_PROTOCOL,
         interface: Interface = RAW,
         limits: EpisodeLimits | None = None,
-        taxonomy: str = "reference",
+        taxonomy: str = DEFAULT_TAXONOMY,
         priority: tuple[str, ...] | None = None,
     ) -> None:
         if mode not in MODES:
@@ -91,7 +129,9 @@ class Episode:
         self.done = False
         self.completed = False
         self.truncated = False
-        self._result: dict[str, Any] | None = None
+        self.truncation: str | None = None
+        """Why the episode was truncated (step limit, context window), when it was."""
+        self._result: EpisodeResult | None = None
 
     # -- opening --------------------------------------------------------------------------
     def reset(self) -> list[dict[str, str]]:
@@ -195,7 +235,7 @@ class Episode:
         if not info["rejected"]:
             info["rejected"].append({"name": "", "reason": reason})
         observation = self.protocol.error_observation(problems)
-        hint = self.interface.parse_error_hint(problems, self.available_tools, fmt=self.protocol.name)
+        hint = self.interface.parse_error_hint(problems, self.available_tools, protocol=self.protocol.name)
         if hint:
             observation[-1] = {**observation[-1], "content": f"{observation[-1]['content']}\n{hint}"}
         return observation
@@ -223,7 +263,13 @@ class Episode:
         over_turn = self.steps_in_turn >= self.limits.max_steps_per_turn
         over_episode = self.limits.max_steps is not None and len(self.actions) >= self.limits.max_steps
         if over_turn or over_episode:
-            self.done = self.truncated = True
+            self.truncate("step limit reached")
+
+    def truncate(self, reason: str) -> None:
+        """End the episode where it stands, e.g. when the model's context window is full: it is then
+        scored like any unfinished episode (reward 0, BFCL's force-terminated verdict with `reason`)."""
+        self.done = self.truncated = True
+        self.truncation = reason
 
     # -- scoring --------------------------------------------------------------------------
     def turn_evidence(self) -> list[TurnEvidence]:
@@ -242,7 +288,7 @@ class Episode:
             for i, (turn, check) in enumerate(zip(self.turns, checks, strict=True))
         ]
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> EpisodeResult:
         """Reward, verdict, turn labels and evidence; may be called on an unfinished episode."""
         if self._result is not None:
             return self._result
@@ -250,33 +296,36 @@ class Episode:
         if self.completed:
             verdict = official_verdict(self.task, model_turns)
         else:
-            reason = "step limit reached" if self.truncated else "episode ended before the last turn"
+            reason = self.truncation or "episode ended before the last turn"
             verdict = Verdict(False, FORCE_TERMINATED, reason)
         evidence = self.turn_evidence()
         labels = diagnose(evidence, self.taxonomy, self.priority)
         self.done = True
-        self._result = {
-            "task_id": self.task.id,
-            "category": self.task.category,
-            "mode": self.mode,
-            "format": self.protocol.name,
-            "interface_version": self.interface.version,
-            "reward": 1.0 if verdict.valid else 0.0,
-            "verifier": verdict.to_dict(),
-            "taxonomy": self.taxonomy,
-            "labels": [label.label for label in labels],
-            "profile": trajectory_profile(labels),
-            "evidence": [
+        self._result = EpisodeResult(
+            task_id=self.task.id,
+            category=self.task.category,
+            mode=self.mode,
+            protocol=self.protocol.name,
+            interface_version=self.interface.version,
+            reward=1.0 if verdict.valid else 0.0,
+            verifier=verdict.to_dict(),
+            taxonomy=self.taxonomy,
+            labels=[label.label for label in labels],
+            profile=trajectory_profile(labels),
+            evidence=[
                 {**turn.to_dict(), "label": label.label, "why": label.evidence}
                 for turn, label in zip(evidence, labels, strict=True)
             ],
-            "truncated": self.truncated,
-            "steps": len(self.actions),
-        }
+            truncated=self.truncated,
+            steps=len(self.actions),
+        )
         return self._result
 
     def action_log(self) -> dict[str, Any]:
-        return {"task_id": self.task.id, "format": self.protocol.name, "actions": list(self.actions)}
+        return {"task_id": self.task.id, "protocol": self.protocol.name, "actions": list(self.actions)}
+
+
+_RESULT_FIELDS = tuple(f.name for f in fields(EpisodeResult))
 
 
 def _text(value: object) -> str:

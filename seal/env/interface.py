@@ -1,4 +1,4 @@
-"""Ω, the training-time interface (paper Eq. 9, DESIGN §5), and Evolve(Ω_t, C_t) → Ω_{t+1}.
+"""Ω, the training-time interface (paper Eq. 9, docs/design.md §5), and Evolve(Ω_t, C_t) → Ω_{t+1}.
 
 Ω changes only what the model is shown while training: schema cues on the function docs (φ_schema),
 recovery hints after errors (φ_err) and behavioural guidelines chosen from the failure profile C_t
@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from seal.bfcl import schema
+from seal.protocol import DEFAULT_PROTOCOL
 from seal.tocf.labels import (
     ARGUMENT_MISMATCH,
     CORRECT_ABSTENTION,
@@ -266,13 +267,13 @@ class Interface:
         return f"[Hint] {_diagnose(tool, message, doc, arguments)}"
 
     def parse_error_hint(
-        self, errors: Sequence[str], available: Sequence[str], fmt: str = "qwen_fc"
+        self, errors: Sequence[str], available: Sequence[str], protocol: str = DEFAULT_PROTOCOL
     ) -> str | None:
-        """Hint lines for a rejected message: the call format of `fmt` and the tools available now."""
+        """Hint lines for a rejected message: the call format of `protocol` and the tools available now."""
         if not self.config.error_hints or not errors:
             return None
         reminder = FORMAT_REMINDERS.get(
-            fmt, "Write each tool call exactly in the tool-call format described in the system prompt."
+            protocol, "Write each tool call exactly in the tool-call format described in the system prompt."
         )
         names = list(available)
         shown = names[:MAX_TOOL_NAMES]
@@ -334,7 +335,11 @@ def _config(data: Any, base: Mapping[str, Any] | None = None) -> InterfaceConfig
     return InterfaceConfig(**merged)
 
 
-def build_interface(preset: str = "reference", **overrides: Any) -> Interface:
+DEFAULT_PRESET = "reference"
+"""What the released SEAL code ran: the required-parameter hint and the note, static."""
+
+
+def build_interface(preset: str = DEFAULT_PRESET, **overrides: Any) -> Interface:
     """Version 0 of a preset, with any config field overridden."""
     if preset not in PRESETS:
         raise ValueError(f"unknown interface preset {preset!r}; expected one of {', '.join(PRESETS)}")

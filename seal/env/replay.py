@@ -1,19 +1,20 @@
 """Action logs: read and validate them, and replay them through an episode.
 
-An action log `{"task_id", "format", "actions": [assistant text, ...]}` replays an episode exactly,
-because the environment is deterministic.
+An action log `{"task_id", "protocol", "actions": [assistant text, ...]}` replays an episode exactly,
+because the environment is deterministic. Logs written before the key was renamed name the protocol
+`format`; they are read as before and normalised to `protocol`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from seal.bfcl.tasks import UnknownTaskError, get_task
-from seal.env.episode import Episode, EpisodeLimits
-from seal.protocol import PROTOCOLS
+from seal.env.episode import Episode, EpisodeLimits, EpisodeResult
+from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+from seal.tocf.labels import DEFAULT_TAXONOMY
 
 
 class ActionLogError(ValueError):
@@ -28,18 +29,22 @@ def parse_action_log(text: str, where: str = "action log") -> dict[str, Any]:
         raise ActionLogError(f"{where}: not JSON ({exc.msg})") from None
     if not isinstance(log, dict):
         raise ActionLogError(f"{where}: expected a JSON object")
-    task_id, fmt, actions = log.get("task_id"), log.get("format", "qwen_fc"), log.get("actions")
+    if "format" in log and "protocol" not in log:
+        log["protocol"] = log.pop("format")
+    task_id, protocol, actions = log.get("task_id"), log.get("protocol", DEFAULT_PROTOCOL), log.get("actions")
     if not isinstance(task_id, str):
         raise ActionLogError(f"{where}: 'task_id' must be a string")
     try:
         get_task(task_id)
     except UnknownTaskError as exc:
         raise ActionLogError(f"{where}: {exc}") from None
-    if fmt not in PROTOCOLS:
-        raise ActionLogError(f"{where}: unknown format {fmt!r} (expected one of {', '.join(PROTOCOLS)})")
+    if protocol not in PROTOCOLS:
+        raise ActionLogError(
+            f"{where}: unknown protocol {protocol!r} (expected one of {', '.join(PROTOCOLS)})"
+        )
     if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
         raise ActionLogError(f"{where}: 'actions' must be a list of strings")
-    return {**log, "task_id": task_id, "format": fmt, "actions": actions}
+    return {**log, "task_id": task_id, "protocol": protocol, "actions": actions}
 
 
 def read_action_logs(path: Path) -> list[dict[str, Any]]:
@@ -59,15 +64,15 @@ def read_action_logs(path: Path) -> list[dict[str, Any]]:
 
 def replay(
     log: dict[str, Any],
-    taxonomy: str = "reference",
+    taxonomy: str = DEFAULT_TAXONOMY,
     priority: tuple[str, ...] | None = None,
     limits: EpisodeLimits | None = None,
-) -> dict[str, Any]:
+) -> EpisodeResult:
     """Play the logged actions in an eval-mode episode and finish it; actions after the end are ignored."""
     episode = Episode(
         log["task_id"],
         mode="eval",
-        protocol=log["format"],
+        protocol=log["protocol"],
         taxonomy=taxonomy,
         priority=priority,
         limits=limits,
@@ -78,8 +83,3 @@ def replay(
             break
         episode.step(action)
     return episode.finish()
-
-
-def replay_all(logs: Iterable[dict[str, Any]], **options: Any) -> Iterable[dict[str, Any]]:
-    for log in logs:
-        yield replay(log, **options)

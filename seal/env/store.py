@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
 from seal.bfcl.tasks import UnknownTaskError, get_task, load_tasks, split_ids
-from seal.env.episode import MODES, Episode, EpisodeDoneError, EpisodeLimits, Mode
-from seal.env.interface import PRESETS, Interface, build_interface, evolve
+from seal.env.episode import MODES, Episode, EpisodeDoneError, EpisodeLimits, EpisodeResult, Mode
+from seal.env.interface import DEFAULT_PRESET, PRESETS, Interface, build_interface, evolve
+from seal.flags import comma_list, setting
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, get_protocol
-from seal.tocf.labels import TAXONOMIES, validate_priority
+from seal.tocf.labels import DEFAULT_PRIORITY, DEFAULT_TAXONOMY, TAXONOMIES, validate_priority
 
 MAX_TASK_ID_CHARS = 128
-MAX_FORMAT_CHARS = 64
+MAX_PROTOCOL_CHARS = 64
 MAX_ACTION_CHARS = 131_072
 MAX_REASON_CHARS = 500
 
@@ -69,14 +70,24 @@ class BadRequest(StoreError):
 
 @dataclass(frozen=True)
 class StoreSettings:
-    """What a service operator tunes; validated up front so a bad flag fails at start, not per request."""
+    """What a service operator tunes; validated up front so a bad flag fails at start, not per request.
 
-    max_episodes: int = 512
-    ttl_s: float = 1800.0
-    interface_preset: str = "reference"
-    taxonomy: str = "reference"
-    priority: tuple[str, ...] | None = None
-    max_steps: int | None = None
+    The single source of these defaults: `seal serve` and `python -m env_service` generate their
+    flags from the fields (seal/flags.py), as part of `env_service.app.ServiceSettings`.
+    """
+
+    max_episodes: int = setting(512, "open-episode limit (429 beyond it)")
+    ttl_s: float = setting(1800.0, "seconds before an idle episode is reaped", flag="--ttl")
+    interface_preset: str = setting(
+        DEFAULT_PRESET, "training interface Ω to start from", choices=tuple(PRESETS)
+    )
+    taxonomy: str = setting(DEFAULT_TAXONOMY, "diagnosis taxonomy", choices=TAXONOMIES)
+    priority: tuple[str, ...] | None = setting(
+        None,
+        f"paper taxonomy: comma-separated failure order (unset: {','.join(DEFAULT_PRIORITY)})",
+        parse=lambda text: validate_priority(comma_list(text)),
+    )
+    max_steps: int | None = setting(None, "optional per-episode cap on model steps")
 
     def __post_init__(self) -> None:
         if self.max_episodes < 1:
@@ -107,7 +118,7 @@ class _Entry:
     episode: Episode | None
     last_access: float
     lock: threading.Lock = field(default_factory=threading.Lock)
-    result: dict[str, Any] | None = None
+    result: EpisodeResult | None = None
 
 
 class EpisodeStore:
@@ -162,9 +173,9 @@ class EpisodeStore:
         return self._interface.to_json()
 
     # -- episodes -------------------------------------------------------------------------
-    def create(self, task_id: str, mode: str, format: str | None = None) -> CreatedEpisode:
+    def create(self, task_id: str, mode: str, protocol: str | None = None) -> CreatedEpisode:
         """Validate everything, reserve a slot, then build the episode outside the table lock."""
-        protocol = self._check_create(task_id, mode, format)
+        checked = self._check_create(task_id, mode, protocol)
         try:
             task = get_task(task_id)
         except UnknownTaskError as exc:
@@ -182,7 +193,7 @@ class EpisodeStore:
             episode = Episode(
                 task,
                 mode=cast(Mode, mode),
-                protocol=protocol,
+                protocol=checked,
                 interface=self._interface,
                 limits=self._limits,
                 taxonomy=self.settings.taxonomy,
@@ -199,14 +210,14 @@ class EpisodeStore:
         return CreatedEpisode(episode_id, messages, episode.interface.version)
 
     @staticmethod
-    def _check_create(task_id: Any, mode: Any, format: Any) -> Protocol:
+    def _check_create(task_id: Any, mode: Any, protocol: Any) -> Protocol:
         if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_CHARS:
             raise BadRequest(f"task_id must be a string of 1 to {MAX_TASK_ID_CHARS} characters")
         if mode not in MODES:
             raise BadRequest(f"mode must be one of {', '.join(MODES)}")
-        name = DEFAULT_PROTOCOL if format is None else format
-        if not isinstance(name, str) or len(name) > MAX_FORMAT_CHARS or name not in PROTOCOLS:
-            raise BadRequest(f"format must be one of {', '.join(sorted(PROTOCOLS))}")
+        name = DEFAULT_PROTOCOL if protocol is None else protocol
+        if not isinstance(name, str) or len(name) > MAX_PROTOCOL_CHARS or name not in PROTOCOLS:
+            raise BadRequest(f"protocol must be one of {', '.join(sorted(PROTOCOLS))}")
         return get_protocol(name)
 
     def step(self, episode_id: str, action: str) -> dict[str, Any]:
@@ -226,7 +237,7 @@ class EpisodeStore:
             self._counters["steps"] += 1
         return {"observation": result.observation, "done": result.done, "info": result.info}
 
-    def finish(self, episode_id: str, close: bool = False) -> dict[str, Any]:
+    def finish(self, episode_id: str, close: bool = False) -> EpisodeResult:
         """Score once and keep only the result, so a repeated finish answers the same and steps get 409.
 
         With `close` the episode is also deleted, saving the client a round trip per episode.
@@ -238,7 +249,7 @@ class EpisodeStore:
                 entry.episode = None
                 with self._lock:
                     self._counters["finished"] += 1
-            result = cast(dict[str, Any], entry.result)
+            result = cast(EpisodeResult, entry.result)
         if close:
             self.delete(episode_id)
         return result

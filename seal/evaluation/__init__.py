@@ -1,1 +1,1 @@
-"""`seal eval`: the command, endpoint client, episode runner, output folder and official re-score."""
+"""`seal eval`: command, endpoint client, context budget, episode runner, run folder, official re-score."""

@@ -1,7 +1,11 @@
 """`seal eval`: score any OpenAI-compatible chat endpoint on the BFCL multi-turn splits.
 
-Eval-mode episodes (raw interface, DESIGN §3.4) are played against `{base_url}/chat/completions`;
-outputs go to `--out` as DESIGN §4.4 describes, plus `summary.md` and `run.json` (what was run).
+Eval-mode episodes (raw interface, docs/design.md §3.4) are played against
+`{base_url}/chat/completions`; outputs go to `--out` as docs/design.md §4.4 describes, plus
+`summary.md` and `run.json` (what was run). A preflight request checks the endpoint, the model and
+the key before anything is written. Each reply's `max_tokens` fits the model's context window
+(seal/evaluation/budget.py); a conversation that outgrows it is a truncated episode (reward 0, in
+the pass rate), while the endpoint's own failures are listed by task id and left out of the pass rate.
 The API key is read from the environment only and is never written anywhere.
 """
 
@@ -18,13 +22,14 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from seal.bfcl.tasks import split_ids
-from seal.evaluation.endpoint import ChatEndpoint, RetryPolicy
+from seal.evaluation.budget import ContextBudget, tokenizer_counter
+from seal.evaluation.endpoint import ChatEndpoint, PreflightError, RetryPolicy
 from seal.evaluation.official import rescore
 from seal.evaluation.runner import Progress, run_episodes
 from seal.evaluation.store import OutputError, RunFolder
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from seal.reports import markdown_table, summarize
-from seal.tocf.labels import TAXONOMIES
+from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
 
 SPLIT_CHOICES = ("test", "val", "train", "all")
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -43,7 +48,7 @@ class EvalRequest:
     model: str
     split: str
     task_ids: tuple[str, ...]
-    format: str
+    protocol: str
     taxonomy: str
     concurrency: int
     out: Path
@@ -51,6 +56,8 @@ class EvalRequest:
     retry_failed: bool
     official: bool
     max_tokens: int
+    max_model_len: int | None
+    tokenizer: str | None
     timeout: float
     retries: int
     backoff: float
@@ -73,6 +80,10 @@ class EvalReport:
     first_error: str | None
     dropped: int
 
+    @property
+    def endpoint_errors(self) -> list[str]:
+        return self.summary["endpoint_errors"]["task_ids"]
+
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `seal eval`."""
@@ -82,13 +93,16 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model name sent in each request")
     parser.add_argument("--split", choices=SPLIT_CHOICES, default="test", help="task split (default: test)")
     parser.add_argument(
-        "--format",
+        "--protocol",
         choices=sorted(PROTOCOLS),
         default=DEFAULT_PROTOCOL,
         help=f"tool-call protocol (default: {DEFAULT_PROTOCOL})",
     )
     parser.add_argument(
-        "--taxonomy", choices=TAXONOMIES, default="reference", help="turn labels (default: reference)"
+        "--taxonomy",
+        choices=TAXONOMIES,
+        default=DEFAULT_TAXONOMY,
+        help=f"turn labels (default: {DEFAULT_TAXONOMY})",
     )
     parser.add_argument(
         "--tasks", help="comma-separated task ids, all within --split (default: the whole split)"
@@ -96,7 +110,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, help="only the first N selected tasks (smoke runs)")
     parser.add_argument("--concurrency", type=int, default=8, help="episodes in flight at once (default: 8)")
     parser.add_argument(
-        "--out", type=Path, help="output folder (default: outputs/eval/<model>-<split>-<format>)"
+        "--out", type=Path, help="output folder (default: outputs/eval/<model>-<split>-<protocol>)"
     )
     parser.add_argument("--resume", action="store_true", help="skip tasks already in DIR/episodes.jsonl")
     parser.add_argument(
@@ -109,7 +123,23 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="re-score the action logs with bfcl-eval's checker and report disagreements",
     )
-    parser.add_argument("--max-tokens", type=int, default=4096, help="max_tokens per reply (default: 4096)")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=4096,
+        help="max_tokens per reply, lowered to what the context window leaves (default: 4096)",
+    )
+    parser.add_argument(
+        "--max-model-len",
+        type=int,
+        help="the model's context window in tokens (default: what the endpoint's /models reports)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        type=Path,
+        metavar="DIR",
+        help="local tokenizer of the served model: count prompt tokens exactly instead of from usage",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default: 300)")
     parser.add_argument("--retries", type=int, default=3, help="retries of a transient failure (default: 3)")
     parser.add_argument(
@@ -149,7 +179,7 @@ def build_request(args: argparse.Namespace) -> EvalRequest:
         raise UsageError(f"--base-url must be an http(s) URL, got {args.base_url!r}")
     if not args.model.strip():
         raise UsageError("--model must not be empty")
-    for name in ("concurrency", "max_tokens", "limit"):
+    for name in ("concurrency", "max_tokens", "limit", "max_model_len"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -159,13 +189,15 @@ def build_request(args: argparse.Namespace) -> EvalRequest:
         raise UsageError("--retries and --backoff must not be negative")
     if args.retry_failed and not args.resume:
         raise UsageError("--retry-failed only applies with --resume")
-    out = args.out or Path("outputs") / "eval" / f"{_slug(args.model)}-{args.split}-{args.format}"
+    if args.tokenizer is not None and not args.tokenizer.is_dir():
+        raise UsageError(f"--tokenizer {args.tokenizer} is not a folder")
+    out = args.out or Path("outputs") / "eval" / f"{_slug(args.model)}-{args.split}-{args.protocol}"
     return EvalRequest(
         base_url=args.base_url,
         model=args.model,
         split=args.split,
         task_ids=_select(args.split, args.tasks, args.limit),
-        format=args.format,
+        protocol=args.protocol,
         taxonomy=args.taxonomy,
         concurrency=args.concurrency,
         out=Path(out),
@@ -173,6 +205,8 @@ def build_request(args: argparse.Namespace) -> EvalRequest:
         retry_failed=args.retry_failed,
         official=args.official,
         max_tokens=args.max_tokens,
+        max_model_len=args.max_model_len,
+        tokenizer=None if args.tokenizer is None else str(args.tokenizer),
         timeout=args.timeout,
         retries=args.retries,
         backoff=args.backoff,
@@ -193,8 +227,8 @@ def _markdown(request: EvalRequest, report: EvalReport) -> str:
     lines = [
         f"# seal eval: {request.split}",
         "",
-        f"model `{request.model}` · base URL `{request.meta()['base_url']}` · format `{request.format}` · "
-        f"taxonomy `{request.taxonomy}`",
+        f"model `{request.model}` · base URL `{request.meta()['base_url']}` · "
+        f"protocol `{request.protocol}` · taxonomy `{request.taxonomy}`",
         "",
         markdown_table(report.summary).rstrip("\n"),
     ]
@@ -209,10 +243,21 @@ def _notes(report: EvalReport) -> list[str]:
     notes = []
     if report.dropped:
         notes.append(f"resume dropped {report.dropped} broken or failed line(s); those tasks ran again")
+    summary = report.summary
+    notes.append(
+        f"pass rate over {summary['n']} scored episode(s), {summary['truncated']} of them truncated "
+        f"(context window or step limit: reward 0); {len(report.endpoint_errors)} endpoint error(s) "
+        "excluded from the pass rate"
+    )
+    if report.endpoint_errors:
+        notes.append(
+            f'endpoint errors ("error" in episodes.jsonl; rerun with --resume --retry-failed): '
+            f"{', '.join(report.endpoint_errors)}"
+        )
     if report.failed:
         notes.append(
-            f"{report.failed} of {report.ran} episode(s) run now failed on the endpoint "
-            f'("error" in episodes.jsonl); first: {report.first_error}'
+            f"{report.failed} of {report.ran} episode(s) run now failed on the endpoint; "
+            f"first: {report.first_error}"
         )
     official = report.summary.get("official")
     if official is not None:
@@ -230,7 +275,29 @@ def _notes(report: EvalReport) -> list[str]:
 
 
 async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
-    """Run (or resume) the episodes, then write the summary; raises OutputError on an unusable --out."""
+    """Preflight, run (or resume) the episodes, then write the summary.
+
+    Raises PreflightError (nothing written) when the endpoint cannot serve the run, OutputError on an
+    unusable --out.
+    """
+    count = None if request.tokenizer is None else tokenizer_counter(Path(request.tokenizer))
+    policy = RetryPolicy(retries=request.retries, backoff=request.backoff)
+    async with ChatEndpoint(
+        request.base_url,
+        request.model,
+        api_key=api_key,
+        max_tokens=request.max_tokens,
+        timeout=request.timeout,
+        policy=policy,
+        max_connections=request.concurrency,
+    ) as endpoint:
+        served = await endpoint.preflight()
+        window = request.max_model_len or served.window
+        budget = ContextBudget(max_tokens=request.max_tokens, window=window, count=count)
+        return await _run(request, endpoint, budget)
+
+
+async def _run(request: EvalRequest, endpoint: ChatEndpoint, budget: ContextBudget) -> EvalReport:
     folder = RunFolder(request.out)
     try:
         if request.resume:
@@ -243,32 +310,26 @@ async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
         raise OutputError(f"cannot use --out {request.out}: {exc}") from exc
     todo = [task_id for task_id in request.task_ids if task_id not in records]
     progress = Progress(total=len(request.task_ids), finished=list(records.values()))
-    policy = RetryPolicy(retries=request.retries, backoff=request.backoff)
     try:
-        async with ChatEndpoint(
-            request.base_url,
-            request.model,
-            api_key=api_key,
-            max_tokens=request.max_tokens,
-            timeout=request.timeout,
-            policy=policy,
-            max_connections=request.concurrency,
-        ) as endpoint:
-            with folder:
-                played = await run_episodes(
-                    endpoint,
-                    todo,
-                    protocol=request.format,
-                    taxonomy=request.taxonomy,
-                    concurrency=request.concurrency,
-                    folder=folder,
-                    progress=progress,
-                )
+        with folder:
+            played = await run_episodes(
+                endpoint,
+                todo,
+                budget=budget,
+                protocol=request.protocol,
+                taxonomy=request.taxonomy,
+                concurrency=request.concurrency,
+                folder=folder,
+                progress=progress,
+            )
     finally:
         progress.close()
     records.update((p.record["task_id"], p.record) for p in played)
     folder.put_in_order(request.task_ids)
-    summary = summarize([records[t] for t in request.task_ids], request.split)
+    ordered = [records[t] for t in request.task_ids]
+    summary = summarize([r for r in ordered if "error" not in r], request.split)
+    failed_ids = [r["task_id"] for r in ordered if "error" in r]
+    summary["endpoint_errors"] = {"count": len(failed_ids), "task_ids": failed_ids}
     if request.official:
         summary["official"] = rescore(folder.action_logs(), {t: r["reward"] for t, r in records.items()})
     failures = [p for p in played if p.failed]
@@ -280,8 +341,9 @@ async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
 
 
 def run_eval_command(args: argparse.Namespace) -> int:
-    """`seal eval`: 0 when the run completed, 1 when every episode it ran failed on the endpoint,
-    2 on bad arguments or an output folder it may not use, 130 when interrupted (work so far is kept)."""
+    """`seal eval`: 0 when the run completed, 1 when the preflight found the endpoint unusable (nothing
+    written) or every episode it ran failed on the endpoint, 2 on bad arguments or an output folder it
+    may not use, 130 when interrupted (work so far is kept)."""
     try:
         request = build_request(args)
         api_key = api_key_from_env(args.api_key_env)
@@ -290,7 +352,10 @@ def run_eval_command(args: argparse.Namespace) -> int:
         return 2
     try:
         report = asyncio.run(evaluate(request, api_key))
-    except OutputError as exc:
+    except PreflightError as exc:
+        print(f"seal eval: error: {exc}", file=sys.stderr)
+        return 1
+    except (OutputError, ValueError, OSError) as exc:
         print(f"seal eval: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -301,7 +366,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
         return 130
     print(markdown_table(report.summary), end="")
     print(
-        f"model {request.model} · base URL {request.meta()['base_url']} · format {request.format} · "
+        f"model {request.model} · base URL {request.meta()['base_url']} · protocol {request.protocol} · "
         f"taxonomy {request.taxonomy} · results in {request.out}"
     )
     for note in _notes(report):

@@ -3,14 +3,18 @@
 Pooled (one `httpx.AsyncClient` per run, no proxy settings from the environment), with bounded
 exponential backoff on what is usually transient (connect errors, timeouts, 408/429/5xx). Anything
 else, and a body that is not a chat completion with text content, raises `EndpointError` with a
-one-line reason; the runner records it on the episode instead of stopping the run. The API key only
-ever lives in the client's request headers, and is masked out of every error message.
+one-line reason; the runner records it on the episode instead of stopping the run. A refusal
+because prompt plus `max_tokens` exceed the model's context window is not the endpoint's failure but
+the conversation's size: it raises `ContextLengthError`, which the runner answers with a smaller
+`max_tokens` or a truncated episode. The API key only ever lives in the client's request headers,
+and is masked out of every error message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import re
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -18,11 +22,70 @@ from typing import Any
 import httpx
 
 RETRY_STATUS = frozenset({408, 429})
+AUTH_STATUS = frozenset({401, 403})
 EXCERPT_CHARS = 200
+PREFLIGHT_TIMEOUT_S = 10.0
+CONTEXT_REFUSAL = re.compile(r"maximum context length|context length|context window", re.IGNORECASE)
+WINDOW_IN_REFUSAL = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
+PROMPT_IN_REFUSAL = (
+    re.compile(r"(\d+) input tokens", re.IGNORECASE),  # vLLM >= 0.6
+    re.compile(r"\((\d+) in the messages", re.IGNORECASE),  # older vLLM, OpenAI
+    re.compile(r"messages resulted in (\d+) tokens", re.IGNORECASE),  # OpenAI
+)
 
 
 class EndpointError(RuntimeError):
     """The endpoint gave no usable answer: fails the episode that asked, never the run."""
+
+
+class ContextLengthError(Exception):
+    """HTTP 400 because prompt + `max_tokens` exceed the model's window; the sizes it stated, if any."""
+
+    def __init__(self, message: str, window: int | None, prompt_tokens: int | None) -> None:
+        super().__init__(message)
+        self.window = window
+        self.prompt_tokens = prompt_tokens
+
+
+class PreflightError(RuntimeError):
+    """The endpoint cannot serve this run at all (unreachable, unknown model, refused key): one line."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The assistant's text and the token counts of the response's `usage`, when it has one."""
+
+    text: str
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    @property
+    def context_tokens(self) -> int | None:
+        """Tokens of the conversation including this reply: a lower bound of the next prompt."""
+        if self.prompt_tokens is None or self.completion_tokens is None:
+            return None
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the preflight learnt: the model is served, and its context window when the server says."""
+
+    window: int | None
+
+
+def _first_int(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
+    for pattern in patterns:
+        found = pattern.search(text)
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def _usage(body: Any, key: str) -> int | None:
+    usage = body.get("usage") if isinstance(body, dict) else None
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 @dataclass(frozen=True)
@@ -68,7 +131,8 @@ class ChatEndpoint:
         policy: RetryPolicy | None = None,
         max_connections: int = 8,
     ) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.base_url = base_url.rstrip("/")
+        self.url = self.base_url + "/chat/completions"
         self.model = model
         self.max_tokens = max_tokens
         self.timeout = timeout
@@ -100,12 +164,65 @@ class ChatEndpoint:
             text = text.replace(self._secret, "***")
         return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
 
-    async def complete(self, messages: list[dict[str, str]]) -> str:
+    async def preflight(self) -> ModelInfo:
+        """One cheap request, no retries: the endpoint answers, serves the model and accepts the key.
+
+        `GET /models` (vLLM reports each model's `max_model_len` there); a server without that route
+        is asked for a one-token completion instead. Raises `PreflightError` with one line.
+        """
+        where = self.base_url + "/models"
+        try:
+            response = await self._client.get(where, timeout=min(self.timeout, PREFLIGHT_TIMEOUT_S))
+        except httpx.RequestError as exc:
+            raise PreflightError(self._clean(f"cannot reach {where}: {type(exc).__name__}: {exc}")) from None
+        if response.status_code in AUTH_STATUS:
+            raise PreflightError(self._refused_key(response))
+        if response.status_code in (404, 405):
+            return await self._probe_completion()
+        if not response.is_success:
+            raise PreflightError(
+                self._clean(f"{where} answered HTTP {response.status_code}: {response.text}")
+            )
+        try:
+            listed = [m for m in response.json()["data"] if isinstance(m, dict)]
+        except (ValueError, KeyError, TypeError):
+            raise PreflightError(self._clean(f"{where} is not a model list: {response.text}")) from None
+        entry = next((m for m in listed if m.get("id") == self.model), None)
+        if entry is None:
+            served = ", ".join(str(m.get("id")) for m in listed[:10]) or "none"
+            raise PreflightError(f"the endpoint does not serve model {self.model!r} (it serves: {served})")
+        window = entry.get("max_model_len")
+        return ModelInfo(window if isinstance(window, int) and window > 0 else None)
+
+    async def _probe_completion(self) -> ModelInfo:
+        payload = {"model": self.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+        try:
+            response = await self._client.post(
+                self.url, json=payload, timeout=min(self.timeout, PREFLIGHT_TIMEOUT_S)
+            )
+        except httpx.RequestError as exc:
+            raise PreflightError(
+                self._clean(f"cannot reach {self.url}: {type(exc).__name__}: {exc}")
+            ) from None
+        if response.status_code in AUTH_STATUS:
+            raise PreflightError(self._refused_key(response))
+        if not response.is_success:
+            raise PreflightError(
+                self._clean(f"model {self.model!r} refused: HTTP {response.status_code}: {response.text}")
+            )
+        return ModelInfo(None)
+
+    def _refused_key(self, response: httpx.Response) -> str:
+        sent = "the API key" if self._secret else "no API key (set OPENAI_API_KEY or --api-key-env)"
+        return self._clean(f"the endpoint refused {sent}: HTTP {response.status_code}: {response.text}")
+
+    async def complete(self, messages: list[dict[str, str]], max_tokens: int | None = None) -> Completion:
+        """One reply; `max_tokens` (default: the endpoint's) is what the caller's budget allows."""
         payload = {
             "model": self.model,
             "messages": messages,
             "temperature": 0.0,
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
         }
         attempts = self.policy.retries + 1
         retry_after: float | None = None
@@ -126,12 +243,18 @@ class ChatEndpoint:
                 reason = self._clean(f"HTTP {response.status_code}: {response.text}")
                 retry_after = _retry_after(response)
                 continue
+            if response.status_code == 400 and CONTEXT_REFUSAL.search(response.text):
+                raise ContextLengthError(
+                    self._clean(f"HTTP 400: {response.text}"),
+                    window=_first_int((WINDOW_IN_REFUSAL,), response.text),
+                    prompt_tokens=_first_int(PROMPT_IN_REFUSAL, response.text),
+                )
             if not response.is_success:
                 raise EndpointError(self._clean(f"HTTP {response.status_code}: {response.text}"))
             return self._content(response)
         raise EndpointError(f"gave up after {attempts} attempt(s): {reason}")
 
-    def _content(self, response: httpx.Response) -> str:
+    def _content(self, response: httpx.Response) -> Completion:
         try:
             body: Any = response.json()
         except ValueError:
@@ -144,7 +267,7 @@ class ChatEndpoint:
                 self._clean(f"response has no choices[0].message.content: {response.text}")
             ) from None
         if isinstance(content, str):
-            return content
+            return Completion(content, _usage(body, "prompt_tokens"), _usage(body, "completion_tokens"))
         why = (
             " (it returned tool_calls; SEAL puts the tools in the prompt)"
             if message.get("tool_calls")

@@ -1,7 +1,7 @@
 """`seal eval --official`: re-score the written action logs on paths independent of the episode.
 
 The episode's reward comes from `Episode` (its turn logic, its `Task`, then the verifier). Here each
-action log is replayed by a separate, execution-free reading of DESIGN §3.3–3.4 (plain text ends a
+action log is replayed by a separate, execution-free reading of docs/design.md §3.3–3.4 (plain text ends a
 turn, any problem rejects the whole message, 20 messages in a turn truncate), with tool availability
 and ground truth taken from bfcl-eval's own data loaders rather than `seal.bfcl.tasks`. The rebuilt
 calls are then judged twice: by `seal.bfcl.verifier.official_verdict`, and by bfcl-eval's
@@ -23,7 +23,7 @@ from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn
 from seal.bfcl import isolation
 from seal.bfcl.calls import InvalidCallError, ToolCall
 from seal.bfcl.tasks import category_of, get_task
-from seal.bfcl.verifier import official_verdict
+from seal.bfcl.verifier import FORCE_TERMINATED, official_verdict
 from seal.protocol import get_protocol
 from seal.protocol.base import ParsedAction
 
@@ -83,9 +83,9 @@ def _accepted(parsed: ParsedAction, available: set[str]) -> tuple[ToolCall, ...]
     return tuple(calls)
 
 
-def replay_calls(task: BfclTask, format_name: str, actions: Sequence[str]) -> Replayed:
+def replay_calls(task: BfclTask, protocol_name: str, actions: Sequence[str]) -> Replayed:
     """Group a log's accepted calls by user turn, revealing miss_func's held-out tools as turns begin."""
-    protocol = get_protocol(format_name)
+    protocol = get_protocol(protocol_name)
     missed = task.entry.get("missed_function", {})
     num_turns = len(task.ground_truth)
     available = _names(task.entry["function"]) | _names(missed.get("0", ()))
@@ -111,7 +111,7 @@ def replay_calls(task: BfclTask, format_name: str, actions: Sequence[str]) -> Re
 def checker_reward(task: BfclTask, replayed: Replayed) -> tuple[float, str | None]:
     """bfcl-eval's multi_turn_checker on the call strings; an unfinished log is force-terminated (0)."""
     if not replayed.completed:
-        return 0.0, "multi_turn:force_terminated"
+        return 0.0, FORCE_TERMINATED
     decoded = [[[call.to_call_string() for call in step] for step in turn] for turn in replayed.turns]
     namespace = isolation.fresh_namespace("official")
     try:
@@ -132,7 +132,7 @@ def checker_reward(task: BfclTask, replayed: Replayed) -> tuple[float, str | Non
 def verdict_reward(task_id: str, replayed: Replayed) -> tuple[float, str | None]:
     """`seal.bfcl.verifier.official_verdict` on the rebuilt calls."""
     if not replayed.completed:
-        return 0.0, "multi_turn:force_terminated"
+        return 0.0, FORCE_TERMINATED
     verdict = official_verdict(get_task(task_id), replayed.turns)
     return (1.0 if verdict.valid else 0.0), verdict.error_type
 
@@ -144,7 +144,7 @@ def rescore(action_logs: Iterable[Mapping[str, Any]], rewards: Mapping[str, floa
     for log in action_logs:
         task_id = log["task_id"]
         task = bfcl_task(task_id)
-        replayed = replay_calls(task, log["format"], log["actions"])
+        replayed = replay_calls(task, log["protocol"], log["actions"])
         verdict, verdict_error = verdict_reward(task_id, replayed)
         checker, checker_error = checker_reward(task, replayed)
         checked += 1

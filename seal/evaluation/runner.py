@@ -16,6 +16,7 @@ from typing import Any
 from tqdm import tqdm
 
 from seal.env.episode import Episode
+from seal.evaluation.budget import BudgetedChat, ContextBudget
 from seal.evaluation.endpoint import ChatEndpoint, EndpointError
 from seal.evaluation.store import RunFolder
 from seal.reports import episode_record
@@ -23,7 +24,10 @@ from seal.reports import episode_record
 
 @dataclass(frozen=True)
 class Played:
-    """One finished episode: its §4.4 line (with "error" when the endpoint failed it) and its action log."""
+    """One finished episode: its §4.4 line (with "error" when the endpoint failed it) and its action log.
+
+    An episode the endpoint failed is not the model's result: it is listed, not scored.
+    """
 
     record: dict[str, Any]
     action_log: dict[str, Any]
@@ -33,18 +37,29 @@ class Played:
         return "error" in self.record
 
 
-async def play(endpoint: ChatEndpoint, task_id: str, protocol: str, taxonomy: str) -> Played:
+CONTEXT_FULL = "context window full"
+
+
+async def play(
+    endpoint: ChatEndpoint, budget: ContextBudget, task_id: str, protocol: str, taxonomy: str
+) -> Played:
     """Send the conversation, step the episode with the reply's text, until the episode is done.
 
-    An endpoint failure ends the episode where it stands: `finish()` then scores and labels the
-    partial episode (reward 0, as an unfinished episode always scores).
+    A conversation that outgrows the model's window truncates the episode, which the environment
+    scores like any unfinished one (reward 0). An endpoint failure ends the episode where it stands
+    and marks it with "error"; it is still labelled so the partial trajectory can be read.
     """
     episode = Episode(task_id, mode="eval", protocol=protocol, taxonomy=taxonomy)
     messages = episode.reset()
+    chat = BudgetedChat(endpoint, budget)
     error: str | None = None
     try:
         while not episode.done:
-            action = await endpoint.complete(messages)
+            completion = await chat.reply(messages)
+            if completion is None:
+                episode.truncate(CONTEXT_FULL)
+                break
+            action = completion.text
             step = episode.step(action)
             messages.append({"role": "assistant", "content": action})
             messages.extend(step.observation)
@@ -76,9 +91,12 @@ class Progress:
 
     def _show(self) -> None:
         if self.finished:
-            passed = sum(row["reward"] >= 1.0 for row in self.finished)
-            failed = sum("error" in row for row in self.finished)
-            self.bar.set_postfix_str(f"pass {passed / len(self.finished):.1%}, endpoint errors {failed}")
+            scored = [row for row in self.finished if "error" not in row]
+            passed = sum(row["reward"] >= 1.0 for row in scored)
+            rate = passed / len(scored) if scored else 0.0
+            failed = len(self.finished) - len(scored)
+            truncated = sum(bool(row.get("truncated")) for row in scored)
+            self.bar.set_postfix_str(f"pass {rate:.1%}, truncated {truncated}, endpoint errors {failed}")
 
     def add(self, record: dict[str, Any]) -> None:
         self.finished.append(record)
@@ -93,6 +111,7 @@ async def run_episodes(
     endpoint: ChatEndpoint,
     task_ids: Sequence[str],
     *,
+    budget: ContextBudget,
     protocol: str,
     taxonomy: str,
     concurrency: int,
@@ -105,7 +124,7 @@ async def run_episodes(
 
     async def one(task_id: str) -> None:
         async with gate:
-            result = await play(endpoint, task_id, protocol, taxonomy)
+            result = await play(endpoint, budget, task_id, protocol, taxonomy)
         folder.append(result.action_log, result.record)
         played.append(result)
         progress.add(result.record)

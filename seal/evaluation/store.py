@@ -3,7 +3,7 @@
 Every finished episode is on disk (flushed) before the next one is reported, so an interrupted run
 keeps its work and `--resume` carries on from it. Nothing the user did not ask to replace is
 overwritten: a fresh run refuses a folder that already holds results, and a resumed run must match
-the model, format and taxonomy it continues.
+the model, protocol and taxonomy it continues.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ EPISODES = "episodes.jsonl"
 RUN = "run.json"
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
-MUST_MATCH = ("model", "format", "taxonomy")
+MUST_MATCH = ("model", "protocol", "taxonomy")
 
 
 class OutputError(RuntimeError):

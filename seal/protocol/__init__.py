@@ -1,4 +1,4 @@
-"""Model-facing text formats: tool prompts, call parsing, result rendering (see DESIGN.md §3.3)."""
+"""Model-facing text formats: tool prompts, call parsing, result rendering (see docs/design.md §3.3)."""
 
 from seal.protocol.base import CallCandidate, ParsedAction, Protocol
 from seal.protocol.llama3_json import Llama3JsonProtocol

@@ -1,4 +1,7 @@
-"""Diagnosis Ψ, failure profile C_t and A-Patch advantage weights: pure, stdlib only, no project imports."""
+"""Diagnosis Ψ, failure profile C_t and A-Patch advantage weights: pure functions of recorded evidence.
+
+Stdlib only; the one project import is the verifier's `TurnCheck` record from `seal.bfcl.checks`.
+"""
 
 from seal.tocf.apatch import APatchConfig, APatchState, apply_apatch, dynamic_update, static_weight
 from seal.tocf.diagnosis import Label, diagnose, trajectory_profile

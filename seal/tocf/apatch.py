@@ -1,4 +1,4 @@
-"""A-Patch (DESIGN §4.3): diagnosis-weighted GRPO advantages, static (paper Eq. 11–12) or dynamic.
+"""A-Patch (docs/design.md §4.3): diagnosis-weighted GRPO advantages, static (paper Eq. 11–12) or dynamic.
 
 Pure functions over plain lists so the trainer can call them on whatever it holds and tests can check
 them by hand; the only state, the current ρ, lives in `APatchState` and goes into the checkpoint.

@@ -1,4 +1,4 @@
-"""Diagnosis Ψ: one label per ground-truth turn, from the evidence an episode recorded (DESIGN §4.1).
+"""Diagnosis Ψ: one label per ground-truth turn, from the evidence an episode recorded (docs/design.md §4.1).
 
 Every label carries the evidence that decided it (which messages, which call, which check), so a person
 reading a report can see why without re-running the episode.
@@ -42,7 +42,7 @@ def _make(turn: TurnEvidence, label: str, rule: str, **extra: Any) -> Label:
 def _gt_empty(turn: TurnEvidence, attempted: bool, taxonomy: str) -> Label:
     if not attempted:
         return _make(turn, L.CORRECT_ABSTENTION, "gt_empty_no_call")
-    shown = turn.calls if taxonomy == "paper" else turn.accepted_calls
+    shown = turn.calls if taxonomy == L.PAPER_TAXONOMY else turn.accepted_calls
     return _make(
         turn,
         L.SPURIOUS_TOOL_CALL,
@@ -75,7 +75,7 @@ def _check_failure(turn: TurnEvidence, label: str) -> Label | None:
 
 def _reference(turn: TurnEvidence) -> Label:
     if turn.gt_empty:
-        return _gt_empty(turn, turn.has_accepted_call, "reference")
+        return _gt_empty(turn, turn.has_accepted_call, L.REFERENCE_TAXONOMY)
     excluded = _judge_error(turn)
     if excluded is not None:
         return excluded
@@ -169,7 +169,7 @@ def _paper(turn: TurnEvidence, priority: tuple[str, ...]) -> Label:
     if not turn.reached:
         return _make(turn, L.MISSING_TOOL_CALL, "unreached", gt_empty=turn.gt_empty)
     if turn.gt_empty:
-        return _gt_empty(turn, turn.has_accepted_call or turn.has_rejected_attempt, "paper")
+        return _gt_empty(turn, turn.has_accepted_call or turn.has_rejected_attempt, L.PAPER_TAXONOMY)
     excluded = _judge_error(turn)
     if excluded is not None:
         return excluded
@@ -183,7 +183,7 @@ def _paper(turn: TurnEvidence, priority: tuple[str, ...]) -> Label:
 
 
 def diagnose(
-    turns: Sequence[TurnEvidence], taxonomy: str = "reference", priority: Sequence[str] | None = None
+    turns: Sequence[TurnEvidence], taxonomy: str = L.DEFAULT_TAXONOMY, priority: Sequence[str] | None = None
 ) -> list[Label]:
     """Label every ground-truth turn. `priority` orders the failure labels of the paper taxonomy.
 
@@ -193,7 +193,7 @@ def diagnose(
     if taxonomy not in L.TAXONOMIES:
         raise ValueError(f"unknown taxonomy {taxonomy!r}; expected one of {list(L.TAXONOMIES)}")
     order = L.DEFAULT_PRIORITY if priority is None else L.validate_priority(priority)
-    if taxonomy == "reference":
+    if taxonomy == L.REFERENCE_TAXONOMY:
         return [_reference(t) for t in turns]
     return [_paper(t, order) for t in turns]
 

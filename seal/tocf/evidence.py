@@ -8,29 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import UnionType
 from typing import Any
 
-
-def _opt_str(value: Any, field: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise ValueError(f"{field} must be a string or null, got {type(value).__name__}")
-
-
-def _mapping(data: Any, owner: str) -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{owner} must be a JSON object, got {type(data).__name__}")
-    return data
-
-
-def _req(data: Mapping[str, Any], key: str, kind: type | UnionType, owner: str) -> Any:
-    if key not in data:
-        raise ValueError(f"{owner}: missing key {key!r}")
-    value = data[key]
-    if (kind is int and isinstance(value, bool)) or not isinstance(value, kind):
-        raise ValueError(f"{owner}.{key} has the wrong type {type(value).__name__}")
-    return value
+from seal.bfcl.checks import TurnCheck, json_object, optional_str, required
 
 
 @dataclass(frozen=True)
@@ -61,64 +41,16 @@ class CallEvidence:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CallEvidence:
-        data = _mapping(data, "CallEvidence")
-        message = _req(data, "message", int, "CallEvidence")
-        name = _req(data, "name", str, "CallEvidence")
-        accepted = _req(data, "accepted", bool, "CallEvidence")
-        reject_reason = _opt_str(data.get("reject_reason"), "CallEvidence.reject_reason")
-        error = _opt_str(data.get("error"), "CallEvidence.error")
+        data = json_object(data, "CallEvidence")
+        message = required(data, "message", int, "CallEvidence")
+        name = required(data, "name", str, "CallEvidence")
+        accepted = required(data, "accepted", bool, "CallEvidence")
+        reject_reason = optional_str(data.get("reject_reason"), "CallEvidence.reject_reason")
+        error = optional_str(data.get("error"), "CallEvidence.error")
         violations = data.get("schema_violations", [])
         if not isinstance(violations, list | tuple) or not all(isinstance(v, str) for v in violations):
             raise ValueError("CallEvidence.schema_violations must be a list of strings")
         return cls(message, name, accepted, reject_reason, error, tuple(violations))
-
-
-@dataclass(frozen=True)
-class TurnCheck:
-    """The verifier's re-execution of this turn's accepted calls against the ground truth."""
-
-    model_calls: int
-    instance_match: bool = True
-    state_ok: bool = True
-    response_ok: bool = True
-    gt_error: str | None = None
-    checker_error: str | None = None
-    detail: str = ""
-
-    @property
-    def ok(self) -> bool:
-        """All three checks passed (errors of the checker itself are judged separately)."""
-        return self.instance_match and self.state_ok and self.response_ok
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model_calls": self.model_calls,
-            "instance_match": self.instance_match,
-            "state_ok": self.state_ok,
-            "response_ok": self.response_ok,
-            "gt_error": self.gt_error,
-            "checker_error": self.checker_error,
-            "detail": self.detail,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TurnCheck:
-        data = _mapping(data, "TurnCheck")
-        detail = data.get("detail", "")
-        if not isinstance(detail, str):
-            raise ValueError("TurnCheck.detail must be a string")
-        flags = {}
-        for key in ("instance_match", "state_ok", "response_ok"):
-            flags[key] = data.get(key, True)
-            if not isinstance(flags[key], bool):
-                raise ValueError(f"TurnCheck.{key} must be bool")
-        return cls(
-            model_calls=_req(data, "model_calls", int, "TurnCheck"),
-            gt_error=_opt_str(data.get("gt_error"), "TurnCheck.gt_error"),
-            checker_error=_opt_str(data.get("checker_error"), "TurnCheck.checker_error"),
-            detail=detail,
-            **flags,
-        )
 
 
 @dataclass(frozen=True)
@@ -164,14 +96,16 @@ class TurnEvidence:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TurnEvidence:
-        data = _mapping(data, "TurnEvidence")
-        turn = _req(data, "turn", int, "TurnEvidence")
-        gt_empty = _req(data, "gt_empty", bool, "TurnEvidence")
-        reached = _req(data, "reached", bool, "TurnEvidence")
-        messages = _req(data, "messages", list | tuple, "TurnEvidence")
+        data = json_object(data, "TurnEvidence")
+        turn = required(data, "turn", int, "TurnEvidence")
+        gt_empty = required(data, "gt_empty", bool, "TurnEvidence")
+        reached = required(data, "reached", bool, "TurnEvidence")
+        messages = required(data, "messages", list | tuple, "TurnEvidence")
         if not all(isinstance(m, int) and not isinstance(m, bool) for m in messages):
             raise ValueError("TurnEvidence.messages must be a list of integers")
-        calls = tuple(CallEvidence.from_dict(c) for c in _req(data, "calls", list | tuple, "TurnEvidence"))
-        rejected_messages = _req(data, "rejected_messages", int, "TurnEvidence")
-        check = TurnCheck.from_dict(_req(data, "check", Mapping, "TurnEvidence"))
+        calls = tuple(
+            CallEvidence.from_dict(c) for c in required(data, "calls", list | tuple, "TurnEvidence")
+        )
+        rejected_messages = required(data, "rejected_messages", int, "TurnEvidence")
+        check = TurnCheck.from_dict(required(data, "check", Mapping, "TurnEvidence"))
         return cls(turn, gt_empty, reached, tuple(messages), calls, rejected_messages, check)

@@ -51,7 +51,12 @@ PAPER_LABELS: tuple[str, ...] = (
 )
 """What the paper's taxonomy (§3.2, Table 5) can emit."""
 
-TAXONOMIES: tuple[str, ...] = ("reference", "paper")
+REFERENCE_TAXONOMY = "reference"
+"""The released SEAL code's seven tags."""
+PAPER_TAXONOMY = "paper"
+"""The paper's §3.2 / Table 5 taxonomy."""
+TAXONOMIES: tuple[str, ...] = (REFERENCE_TAXONOMY, PAPER_TAXONOMY)
+DEFAULT_TAXONOMY = REFERENCE_TAXONOMY
 
 DEFAULT_PRIORITY: tuple[str, ...] = (
     INVALID_TOOL_CALL,
@@ -92,7 +97,7 @@ DEFAULT_RHO: MappingProxyType[str, float] = MappingProxyType(
         RECOVERY_FAILURE: 1.2,
     }
 )
-"""Paper Table 6 plus DESIGN §4.3's weights for the paper taxonomy's four extra labels."""
+"""Paper Table 6 plus docs/design.md §4.3's weights for the paper taxonomy's four extra labels."""
 
 
 def validate_priority(priority: Sequence[str]) -> tuple[str, ...]:

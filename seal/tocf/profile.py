@@ -1,4 +1,4 @@
-"""The failure profile C_t (DESIGN §4.2): label counts and rewards over a window and a running total.
+"""The failure profile C_t (docs/design.md §4.2): label counts and rewards over a window and a running total.
 
 Counts are per-turn label occurrences; each occurrence also adds its trajectory's reward to the label's
 reward_sum, so reward_sum / count is the mean trajectory reward of that label's occurrences.

@@ -1,0 +1,277 @@
+"""Launch a SEAL experiment: compose and check its config, bring up the environment service, train, test.
+
+    python launcher.py --conf exp/SEAL.yaml             # train (GPUs); starts the environment service
+    python launcher.py --conf exp/SEAL.yaml --dry-run   # everything up to the first GPU allocation (CPU)
+    python launcher.py --conf exp/SEAL.yaml --test      # train, then test the best-val and last checkpoints
+    python launcher.py --conf exp/SEAL.yaml -- actor_rollout_ref.model.path=/models/Qwen2.5-3B-Instruct
+
+The service: `--env-url URL` (or `seal.rollout.env_url`) is used when it answers `/healthz`; otherwise, or
+with `--with-bfcl`, the launcher starts one with the config's taxonomy and interface, logs it to the run
+folder and stops it on every way out. Each launch is recorded in `launcher_record/<experiment>/<UTC time>/`.
+Exit status: 0 done, 1 a check or the run failed, 2 a bad command line or config, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import json
+import signal
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from omegaconf import DictConfig, open_dict
+
+from env_service.process import ServiceStartError, is_healthy, running_service
+from seal.trainer.experiment import ExperimentError, compose_experiment, validate_experiment
+from seal.trainer.override_types import OverrideTypeError, check_override_types
+from seal.trainer.plan import format_plan, plan_rows
+from seal.trainer.preflight import (
+    PreflightError,
+    check_data,
+    check_environment,
+    data_files,
+    preflight_tasks,
+)
+from seal.trainer.run_record import RECORD_ROOT, launch_stamp, write_record
+from seal.trainer.settings import SealSettings, settings_from_config
+from seal.trainer.val_test import TEST_FILE
+
+SERVICE_LOG = "env_service.log"
+TRAINED_MARK = "trained.json"
+"""Written into the run folder when training returned normally: `--test` on a finished run skips training."""
+
+
+class LaunchError(Exception):
+    """A launch that cannot go on: a one-line reason and the exit status."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the launcher runs once the service is up: verl's trainer, or a stand-in in the tests."""
+
+    train: Callable[[DictConfig], None]
+    evaluate_test: Callable[[DictConfig], dict[str, Any]]
+    needs_gpus: bool = True
+
+
+def verl_entry() -> Entry:
+    from seal.trainer.experiment import train
+    from seal.trainer.val_test import evaluate_test
+
+    return Entry(train=train, evaluate_test=functools.partial(evaluate_test, run=train))
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="launcher.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--conf", type=Path, required=True, help="experiment config, e.g. exp/SEAL.yaml")
+    service = parser.add_mutually_exclusive_group()
+    service.add_argument(
+        "--with-bfcl", action="store_true", help="always start a fresh environment service for this run"
+    )
+    service.add_argument("--env-url", help="a running environment service (default: seal.rollout.env_url)")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="compose, validate, check data and environment, print the plan"
+    )
+    parser.add_argument(
+        "--test",
+        action="store_true",
+        help="after training (skipped on a finished run): test the best-val and the last checkpoint",
+    )
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, key=value (after --)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None, entry: Entry | None = None) -> int:
+    args = parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return launch(args, entry or verl_entry(), list(sys.argv if argv is None else argv))
+    except LaunchError as exc:
+        print(f"launcher: {exc}", file=sys.stderr)
+        return exc.status
+    except KeyboardInterrupt:
+        print("launcher: interrupted; the environment service (if started) is stopped", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM (a scheduler cancelling the job) unwinds like Ctrl-C, so the service is stopped too."""
+    raise KeyboardInterrupt
+
+
+def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
+    config = compose(args.conf, args.overrides)
+    if entry.needs_gpus and not args.dry_run:
+        problem = gpu_problem(config)
+        if problem is not None:
+            raise LaunchError(problem)
+    settings = validate(config)
+    run_dir = Path(config.trainer.default_local_dir).parent
+    try:
+        for data in check_data(data_files(config, TEST_FILE if args.test else None)):
+            print(f"data  {data.split:5s} {data.path}{'  (built)' if data.built else ''}")
+    except PreflightError as exc:
+        raise LaunchError(str(exc)) from exc
+    stamp = launch_stamp()
+    log = None if args.dry_run else run_dir / SERVICE_LOG
+    url = args.env_url or settings.rollout.env_url
+    with environment(args.with_bfcl, url, settings, config, log) as service:
+        settings = preflight(config, service["url"])
+        print(format_plan(plan_rows(config, settings)))
+        if args.dry_run:
+            print("\ndry run: config, data and environment are ready; nothing was started on a GPU")
+            return 0
+        log_metrics_to(config, run_dir / "metrics" / f"{stamp}.jsonl")
+        record = write_record(
+            RECORD_ROOT / str(config.trainer.experiment_name) / stamp,
+            config,
+            args.conf,
+            args.overrides,
+            argv,
+            service,
+        )
+        print(f"\nlaunch recorded in {record}")
+        if args.test and finished(run_dir, config):
+            print(f"{run_dir} holds a finished run: training skipped")
+        else:
+            entry.train(config)
+            mark_finished(run_dir, config)
+        if args.test:
+            print(json.dumps(entry.evaluate_test(config)["test"], indent=2))
+    return 0
+
+
+def preflight(config: DictConfig, url: str) -> SealSettings:
+    """Point the run at the service at `url` and check that service with the run's settings."""
+    use_service(config, url)
+    settings = settings_from_config(config)
+    try:
+        report = asyncio.run(check_environment(url, settings, preflight_tasks()))
+    except PreflightError as exc:
+        raise LaunchError(str(exc)) from exc
+    for episode in report.episodes:
+        print(f"episode  {episode.task_id} ({episode.mode}): reward {episode.reward:g}, {episode.labels}")
+    print(f"A-Patch  {report.apatch}\nEvolve  {report.evolve}\n")
+    return settings
+
+
+def compose(conf: Path, overrides: Sequence[str]) -> DictConfig:
+    """The experiment with its overrides, each override's type checked against the value it replaces."""
+    try:
+        defaults = compose_experiment(conf)
+        if not overrides:
+            return defaults
+        check_override_types(defaults, overrides)
+        return compose_experiment(conf, overrides)
+    except (ExperimentError, OverrideTypeError) as exc:
+        raise LaunchError(str(exc), status=2) from exc
+
+
+def validate(config: DictConfig) -> SealSettings:
+    """verl's and SEAL's checks of the config (the data files are checked, and built, separately)."""
+    try:
+        return validate_experiment(config, check_data=False)
+    except ExperimentError as exc:
+        raise LaunchError(str(exc), status=2) from exc
+
+
+def gpu_problem(config: DictConfig) -> str | None:
+    """Why this machine cannot train the config (checked before Ray starts), or None."""
+    import torch
+
+    wanted, found = config.trainer.n_gpus_per_node, torch.cuda.device_count()
+    if found == 0:
+        return (
+            f"no GPU on this machine: training needs {wanted} per node (trainer.n_gpus_per_node); "
+            "--dry-run checks a config without one"
+        )
+    if config.trainer.nnodes == 1 and found < wanted:
+        return f"{found} GPU(s) visible but trainer.n_gpus_per_node={wanted}"
+    return None
+
+
+def log_metrics_to(config: DictConfig, path: Path) -> None:
+    """With verl's `file` logger, write this launch's metrics to `path` (one file per launch: the logger
+    truncates its file, so a resumed run would otherwise lose the earlier steps). The variable reaches the
+    trainer's Ray actor through `ray_kwargs.ray_init.runtime_env`; the logger does not create the folder."""
+    loggers = config.trainer.logger
+    if "file" not in ([loggers] if isinstance(loggers, str) else loggers):
+        return
+    with open_dict(config):
+        runtime_env = config.ray_kwargs.ray_init.runtime_env
+        if runtime_env.get("env_vars") is None:
+            runtime_env.env_vars = {}
+        if "VERL_FILE_LOGGER_PATH" not in runtime_env.env_vars:
+            runtime_env.env_vars.VERL_FILE_LOGGER_PATH = str(path.absolute())
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def use_service(config: DictConfig, url: str) -> None:
+    """Point the agent loops and the trainer's Evolve (both read `seal.rollout.env_url`) at the service."""
+    config.seal.rollout.env_url = url
+
+
+def service_flags(settings: SealSettings, config: DictConfig) -> list[str]:
+    """The service options that must agree with the config: taxonomy, priority, interface, capacity."""
+    flags = ["--taxonomy", settings.taxonomy, "--interface-preset", settings.interface.preset]
+    if settings.taxonomy == "paper":
+        flags += ["--priority", ",".join(settings.priority)]
+    in_flight = config.data.train_batch_size * config.actor_rollout_ref.rollout.n
+    return [*flags, "--max-episodes", str(max(512, 2 * in_flight)), "--log-level", "warning"]
+
+
+@contextlib.contextmanager
+def environment(
+    fresh: bool, url: str, settings: SealSettings, config: DictConfig, log: Path | None
+) -> Iterator[dict[str, Any]]:
+    """The service the run uses: `url` when it answers and no fresh one is asked for, else a child
+    process that lives exactly as long as this block."""
+    if not fresh and is_healthy(url):
+        print(f"environment  using the running service at {url}")
+        yield {"url": url, "started_by_launcher": False}
+        return
+    if not fresh:
+        print(f"environment  no service answers at {url}: starting one")
+    flags = service_flags(settings, config)
+    try:
+        with running_service(flags, log_path=log) as service:
+            where = f", log {log}" if log else ""
+            print(f"environment  started pid {service.pid} at {service.url}{where}")
+            yield {"url": service.url, "started_by_launcher": True, "pid": service.pid, "flags": flags}
+    except ServiceStartError as exc:
+        raise LaunchError(str(exc)) from exc
+
+
+def _training_length(config: DictConfig) -> dict[str, Any]:
+    trainer = config.trainer
+    return {"total_epochs": trainer.total_epochs, "total_training_steps": trainer.total_training_steps}
+
+
+def finished(run_dir: Path, config: DictConfig) -> bool:
+    """Whether training of this length already returned normally in `run_dir`."""
+    mark = run_dir / TRAINED_MARK
+    return mark.is_file() and json.loads(mark.read_text())["length"] == _training_length(config)
+
+
+def mark_finished(run_dir: Path, config: DictConfig) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / TRAINED_MARK).write_text(json.dumps({"length": _training_length(config)}) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install the GPU stack on an offline GPU node from chunks copied there one call at a time.
+#
+# On a machine with network, from the project root (.gpu is git-ignored):
+#   bash scripts/gpu_carry.sh .gpu          # verl 0.9.1 + vLLM 0.24 wheels (c_part*) and SEAL's extras (d_dpart*)
+# then, on the node, for each chunk folder in turn: mkdir -p /root/stash && cp .gpu/<chunk>/* /root/stash/
+# and finally:  source scripts/gpu_node_install.sh [/root/stash]
+#
+# The node's image already has Python 3.12, torch and transformers: verl's wheels go to /root/site (first on
+# PYTHONPATH), SEAL's extras to /root/site2 *after* the image's site-packages, so the image's versions win.
+# Idempotent: an installed folder is reused. Leaves PYTHONPATH and the multi-GPU safety variables exported.
+set -euo pipefail
+stash=${1:-/root/stash}
+if [ ! -d /root/site/verl ]; then
+  (cd "$stash" && cat part?? > kit.tar && mkdir -p kit && tar -xf kit.tar -C kit && rm kit.tar)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site "$stash"/kit/whl/*.whl
+fi
+if [ ! -d /root/site2/bfcl_eval ]; then
+  (cd "$stash" && cat dpart?? > deps.tar && tar -xf deps.tar && rm deps.tar)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site2 "$stash"/sdeps/*.whl
+  site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+  echo /root/site2 > "$site/zz_seal_extras.pth"
+fi
+set +euo pipefail
+export PYTHONPATH=/root/site:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 HYDRA_FULL_ERROR=1 \
+  NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+  BFCL_PROJECT_ROOT=/root/bfcl_cache

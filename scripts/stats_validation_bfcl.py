@@ -1,0 +1,221 @@
+"""Per-category pass rates of a training run, step by step, and how its failure profile evolved.
+
+    python scripts/stats_validation_bfcl.py --run experiments/SEAL [--out experiments/SEAL/stats]
+
+Reads the run folder the trainer and the launcher write (experiments/<name>/):
+  validation/{step}.jsonl        verl's validation dump (100 val tasks), one row per task: score, category
+  test/global_step_N/{N}.jsonl   the test split (300 tasks) of a checkpoint (`launcher.py --test`)
+  test_report.json               which checkpoints were tested: best on val, and last
+  seal_steps.jsonl               per training step, C_t (counts of every label since the start)
+Prints val pass rates per category for every step and test for the best-val and the last checkpoint, with
+their mean as the paper's "Avg" (in %), and writes into --out: pass_rates.csv, val_curves.png (one curve
+per category and Avg), label_shares.csv and label_shares.png (the share of each label among the training
+batch's ground-truth turns at every step, from the step-to-step growth of C_t's running total).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from seal.bfcl.tasks import CATEGORIES
+from seal.reports import LABEL_COLOURS, SHORT_NAMES
+from seal.tocf.labels import EXCLUDED
+from seal.trainer.val_test import REPORT_NAME, SplitScore, read_dump, validation_history
+
+STEPS_FILE = "seal_steps.jsonl"
+COLUMNS = ["split", "step", "checkpoint", *(SHORT_NAMES[c] for c in CATEGORIES), "Avg", "n"]
+
+
+class RunError(ValueError):
+    """The folder is not a readable run; the message is one line."""
+
+
+def val_scores(run: Path) -> list[SplitScore]:
+    history = validation_history(run / "validation")
+    if not history:
+        raise RunError(f"{run / 'validation'} holds no {{step}}.jsonl validation dump")
+    return [history[step] for step in sorted(history)]
+
+
+def test_scores(run: Path) -> list[tuple[str, SplitScore]]:
+    """("best", score) and ("last", score) from the tested checkpoints; empty before `--test` ran."""
+    report_path = run / REPORT_NAME
+    if not report_path.is_file():
+        return []
+    selection = json.loads(report_path.read_text(encoding="utf-8"))["selection"]
+    rows = []
+    for which in ("best", "last"):
+        step = selection[f"{which}_step"]
+        rows.append((which, read_dump(run / "test" / f"global_step_{step}" / f"{step}.jsonl")))
+    return rows
+
+
+def best_val_step(scores: Sequence[SplitScore]) -> SplitScore:
+    """The highest val Avg, earliest on a tie (the launcher's selection also requires a checkpoint)."""
+    return max(scores, key=lambda score: (score.mean, -score.step))
+
+
+def table_rows(val: Sequence[SplitScore], test: Sequence[tuple[str, SplitScore]]) -> list[dict[str, Any]]:
+    rows = [_row("val", score, "") for score in val]
+    return rows + [_row("test", score, which) for which, score in test]
+
+
+def _row(split: str, score: SplitScore, checkpoint: str) -> dict[str, Any]:
+    rates = {SHORT_NAMES[c]: round(100 * score.by_category.get(c, float("nan")), 2) for c in CATEGORIES}
+    return {
+        "split": split,
+        "step": score.step,
+        "checkpoint": checkpoint,
+        **rates,
+        "Avg": round(100 * score.mean, 2),
+        "n": score.n,
+    }
+
+
+def format_table(rows: Sequence[dict[str, Any]]) -> str:
+    cells = [COLUMNS, *([_cell(row[c]) for c in COLUMNS] for row in rows)]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)) for line in cells)
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def label_shares(run: Path) -> dict[int, dict[str, float]]:
+    """Per training step, each label's share of the batch's ground-truth turns (judge failures left out).
+
+    `seal_steps.jsonl` holds C_t after every step; a resumed run appends the steps it re-ran, and the
+    last record of a step wins. A step's batch is the growth of C_t's running total since the step before.
+    """
+    path = run / STEPS_FILE
+    if not path.is_file():
+        return {}
+    totals: dict[int, dict[str, int]] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                record = json.loads(line)
+                totals[int(record["step"])] = record["profile"]["total"]["labels"]
+    shares: dict[int, dict[str, float]] = {}
+    before: dict[str, int] = {}
+    for step in sorted(totals):
+        grown = {
+            label: count - before.get(label, 0)
+            for label, count in totals[step].items()
+            if label not in EXCLUDED and count > before.get(label, 0)
+        }
+        size = sum(grown.values())
+        shares[step] = {label: n / size for label, n in sorted(grown.items())} if size else {}
+        before = totals[step]
+    return shares
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def plot_val_curves(val: Sequence[SplitScore], best: SplitScore, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [score.step for score in val]
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for category in CATEGORIES:
+        rates = [100 * score.by_category.get(category, float("nan")) for score in val]
+        ax.plot(steps, rates, marker="o", markersize=3, label=SHORT_NAMES[category])
+    ax.plot(steps, [100 * score.mean for score in val], color="black", linewidth=2.2, label="Avg")
+    ax.axvline(best.step, color="grey", linestyle=":", label=f"best val (step {best.step})")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("val pass rate (%)")
+    ax.set_title(title)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_label_shares(shares: dict[int, dict[str, float]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    steps = sorted(shares)
+    labels = [label for label in LABEL_COLOURS if any(label in shares[s] for s in steps)]
+    labels += sorted({label for s in steps for label in shares[s]} - set(labels))
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    ax.stackplot(
+        steps,
+        [[shares[s].get(label, 0.0) for s in steps] for label in labels],
+        labels=labels,
+        colors=[LABEL_COLOURS.get(label, "#bcbd22") for label in labels],
+        step="mid",
+    )
+    ax.set_xlim(steps[0] - 0.5, steps[-1] + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("share of the batch's ground-truth turns")
+    ax.set_title(title)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def report(run: Path, out: Path) -> list[dict[str, Any]]:
+    """Print the tables, write the CSVs and charts; return the pass-rate rows."""
+    val = val_scores(run)
+    test = test_scores(run)
+    rows = table_rows(val, test)
+    best = best_val_step(val)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"{run}: pass rates (%) per category; Avg is their mean, as in the paper")
+    print(format_table(rows))
+    print(f"best val: step {best.step} (Avg {100 * best.mean:.2f})")
+    write_csv(out / "pass_rates.csv", COLUMNS, rows)
+    plot_val_curves(val, best, out / "val_curves.png", f"{run.name}: val pass rate per category")
+    shares = label_shares(run)
+    if shares:
+        labels = sorted({label for step in shares.values() for label in step})
+        share_rows = [
+            {"step": s, **{label: round(shares[s].get(label, 0.0), 4) for label in labels}} for s in shares
+        ]
+        write_csv(out / "label_shares.csv", ["step", *labels], share_rows)
+        plot_label_shares(shares, out / "label_shares.png", f"{run.name}: labels of the training batches")
+    else:
+        print(f"no {STEPS_FILE} in {run}: no label-share chart (the run has not trained a step yet)")
+    print(f"wrote {out}")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--run", type=Path, required=True, help="the run folder, e.g. experiments/SEAL")
+    parser.add_argument("--out", type=Path, default=None, help="where to write (default: RUN/stats)")
+    args = parser.parse_args(argv)
+    try:
+        report(args.run, args.out or args.run / "stats")
+    except (ValueError, KeyError, OSError) as exc:
+        print(f"stats_validation_bfcl: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Command-line flags generated from a settings dataclass, so each default and help text exists once.
+
+A field becomes `--field-name` (or the `flag` of its metadata); its type, default, `choices` and
+`help` come from the field. A field whose type is itself a settings dataclass contributes its own
+fields as flags, flat. `settings_from_flags` builds the dataclass back from the parsed arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
+
+S = TypeVar("S")
+
+
+def setting(
+    default: Any,
+    help: str,
+    *,
+    flag: str | None = None,
+    choices: Sequence[str] | None = None,
+    parse: Callable[[str], Any] | None = None,
+) -> Any:
+    """A dataclass field with what its command-line flag needs; `parse` turns the flag's text into a value."""
+    metadata = {"help": help, "flag": flag, "choices": choices, "parse": parse}
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def comma_list(text: str) -> tuple[str, ...]:
+    """`a,b, c` → ("a", "b", "c")."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _scalar(hint: Any) -> Any:
+    """`int | None` → int: the type a flag's text is parsed as."""
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        (inner,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        return inner
+    return hint
+
+
+def _leaves(cls: type) -> Iterator[tuple[dataclasses.Field, Any]]:
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        hint = hints[field.name]
+        if dataclasses.is_dataclass(hint):
+            yield from _leaves(hint)
+        else:
+            yield field, hint
+
+
+def _checked(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """argparse shows an `ArgumentTypeError`'s own text; a ValueError would become 'invalid value'."""
+
+    def parse_or_explain(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse_or_explain
+
+
+def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
+    """One flag per field of `cls` (nested settings dataclasses included), defaults shown in the help."""
+    for field, hint in _leaves(cls):
+        meta = field.metadata
+        if "help" not in meta:
+            raise TypeError(f"{cls.__name__}.{field.name} has no help: declare it with setting()")
+        flag = meta["flag"] or "--" + field.name.replace("_", "-")
+        default = field.default
+        shown = ",".join(default) if isinstance(default, tuple) else default
+        parser.add_argument(
+            flag,
+            dest=field.name,
+            metavar=flag.removeprefix("--").upper().replace("-", "_"),
+            type=_checked(meta["parse"] or _scalar(hint)),
+            choices=meta["choices"],
+            default=default,
+            help=meta["help"] if default is None else f"{meta['help']} (default: {shown})",
+        )
+
+
+def settings_from_flags(cls: type[S], args: argparse.Namespace) -> S:
+    """`cls` built from the flags `add_flags(parser, cls)` added; its own validation runs as usual."""
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        hint = hints[field.name]
+        values[field.name] = (
+            settings_from_flags(hint, args) if dataclasses.is_dataclass(hint) else getattr(args, field.name)
+        )
+    return cls(**values)

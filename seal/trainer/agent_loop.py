@@ -1,0 +1,378 @@
+"""`SealAgentLoop`: one verl rollout trajectory = one BFCL episode of the environment service.
+
+The opening messages come from the environment; each generation is token in, token out through
+verl's `server_manager`; the sampled tokens enter the context unchanged (verl's continuous-token
+helpers), so the trained tokens are exactly the sampled ones, with `response_mask` 1 on them and 0 on
+every environment and template token. The episode's verifier reward is the trajectory's reward.
+
+A failing environment never raises out of `run`: the trajectory comes back well-formed with reward 0
+and `env_error` set (the trainer leaves it out of A-Patch and of C_t).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+import uuid
+import weakref
+from array import array
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from omegaconf import DictConfig, OmegaConf
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput
+from verl.utils.tokenizer.continuous_token import QwenContinuousTokenBuilder
+from verl.utils.tokenizer.continuous_token_wiring import create_continuous_token_builder
+
+from seal.bfcl.tasks import category_of
+from seal.env.client import (
+    EnvClient,
+    EnvServiceError,
+    EpisodeSession,
+    HttpEnvClient,
+    InProcessEnvClient,
+    open_episode,
+)
+from seal.env.episode import MODES
+from seal.trainer.rollout_settings import RolloutSettings
+from seal.trainer.trajectory import TrajectoryFields
+
+LOG = logging.getLogger(__name__)
+CHATML_END = "<|im_end|>"
+OPENING_CACHE_SIZE = 256
+_CLIENTS: dict[tuple[Any, ...], EnvClient] = {}
+_OPENINGS: OrderedDict[tuple[int, bytes], asyncio.Task[tuple[array, bool]]] = OrderedDict()
+
+
+def agent_loop_config_path() -> str:
+    """Absolute path of the packaged agent-loop list, for `rollout.agent.agent_loop_config_path`."""
+    return str(Path(__file__).with_name("agent_loops.yaml").resolve())
+
+
+def trajectory_request_id(task_id: str, mode: str) -> str:
+    """`{task_id}/{mode}/{uuid}`: one id for all generations of a trajectory (verl routes them to the
+    same server, for its prefix cache), readable in the server's logs."""
+    return f"{task_id}/{mode}/{uuid.uuid4().hex}"
+
+
+def request_task(request_id: str) -> tuple[str, str]:
+    """(task id, mode) of a `trajectory_request_id`."""
+    task_id, mode, _ = request_id.rsplit("/", 2)
+    return task_id, mode
+
+
+def env_client(settings: RolloutSettings) -> EnvClient:
+    """One client per process and setting: agent loops are built per trajectory, pools must outlive them."""
+    key = (
+        settings.client,
+        settings.env_url,
+        settings.env_timeout_s,
+        settings.env_retries,
+        settings.env_backoff_s,
+    )
+    if key not in _CLIENTS:
+        _CLIENTS[key] = (
+            InProcessEnvClient()
+            if settings.client == "inprocess"
+            else HttpEnvClient(
+                settings.env_url,
+                timeout=settings.env_timeout_s,
+                retries=settings.env_retries,
+                backoff=settings.env_backoff_s,
+            )
+        )
+    return _CLIENTS[key]
+
+
+async def close_env_clients() -> None:
+    """Close the running event loop's connections of the shared clients (for tools and tests that end
+    their loop; a rollout worker keeps its clients for its lifetime)."""
+    for client in _CLIENTS.values():
+        if isinstance(client, HttpEnvClient):
+            await client.aclose()
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """What a trainer config says to every trajectory, resolved once: verl builds an agent loop per
+    trajectory, and each read of an interpolated key (prompt_length, ...) re-parses it (ms apiece)."""
+
+    config: weakref.ref[Any]
+    rollout: DictConfig
+    settings: RolloutSettings
+
+
+_RESOLVED: dict[int, _Resolved] = {}
+
+
+def _resolved(trainer_config: Any) -> _Resolved:
+    cached = _RESOLVED.get(id(trainer_config))
+    if cached is None or cached.config() is not trainer_config:
+        rollout = OmegaConf.create(
+            OmegaConf.to_container(trainer_config.actor_rollout_ref.rollout, resolve=True)
+        )
+        cached = _Resolved(weakref.ref(trainer_config), rollout, rollout_settings(trainer_config))
+        _RESOLVED[id(trainer_config)] = cached
+    return cached
+
+
+def rollout_settings(trainer_config: Any) -> RolloutSettings:
+    """`seal.rollout` of the trainer config; the defaults when the config has no `seal` section."""
+    node = OmegaConf.select(trainer_config, "seal.rollout", default=None)
+    if node is None:
+        return RolloutSettings()
+    return RolloutSettings.from_mapping(OmegaConf.to_container(node, resolve=True))
+
+
+def uses_chatml(tokenizer: Any) -> bool:
+    template = getattr(tokenizer, "chat_template", None) or ""
+    return "<|im_start|>" in template and CHATML_END in template
+
+
+@dataclass
+class _Rollout:
+    """The trajectory being built: verl's runtime token stream and its response-side metadata."""
+
+    prompt_ids: list[int] = field(default_factory=list)
+    token_ids: list[int] = field(default_factory=list)
+    mask: list[int] = field(default_factory=list)
+    logprobs: list[float] | None = None
+    messages: list[dict[str, str]] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    sampled: list[list[int]] = field(default_factory=list)
+    observations: list[list[dict[str, str]]] = field(default_factory=list)
+    llm_calls: int = 0
+    truncated: bool = False
+    env_error: str = ""
+    gen_seconds: float = 0.0
+    weight_versions: dict[str, Any] = field(default_factory=dict)
+    """`min_global_steps`/`max_global_steps`: the policy versions that generated the trajectory, as the
+    server reports them; V1's step metrics (staleness) read them from every sample."""
+
+    def note_weights(self, server_fields: dict[str, Any], global_steps: Any) -> None:
+        """First call's `min_global_steps`, last call's `max_global_steps` (the step's own version when
+        the server says nothing or nothing was generated)."""
+        self.weight_versions.setdefault(
+            "min_global_steps", server_fields.get("min_global_steps", global_steps)
+        )
+        self.weight_versions["max_global_steps"] = server_fields.get("max_global_steps", global_steps)
+
+
+class SealAgentLoop(AgentLoopBase):
+    """Registered twice (agent_loops.yaml): `seal_agent` plays `train` episodes, `seal_eval_agent` `eval`."""
+
+    def __init__(self, *args: Any, mode: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if mode not in MODES:
+            raise ValueError(f"SealAgentLoop mode must be one of {', '.join(MODES)}, not {mode!r}")
+        self.mode = mode
+        resolved = _resolved(self.config)
+        self.rollout_config = resolved.rollout
+        self.settings = resolved.settings
+        self.client = env_client(self.settings)
+        self.response_length = int(self.rollout_config.response_length)
+        self._prompt_cut = False
+        if uses_chatml(self.tokenizer) and not isinstance(
+            self.continuous_token_builder, QwenContinuousTokenBuilder
+        ):
+            # The builder follows config.json's model_type; a ChatML template (SmolLM2 says "llama")
+            # needs the Qwen builder, or the newline after each sampled <|im_end|> goes missing.
+            self.continuous_token_builder = create_continuous_token_builder(
+                self.tokenizer, model_family="qwen", chat_template_kwargs=self.apply_chat_template_kwargs
+            )
+        self.end_of_turn_ids = {
+            token
+            for token in (self.tokenizer.eos_token_id, self.tokenizer.convert_tokens_to_ids(CHATML_END))
+            if isinstance(token, int) and token != self.tokenizer.unk_token_id
+        }
+        # The one masked token of a trajectory without a response (the environment failed at once).
+        self.filler_id = min(self.end_of_turn_ids, default=self.tokenizer.pad_token_id or 0)
+
+    def _cap_text_prompt_length(self, prompt_ids: list[int]) -> list[int]:
+        """verl's cap of the opening prompt, noting that it cut: such an episode is not played."""
+        self._prompt_cut = len(prompt_ids) > self.rollout_config.prompt_length
+        return super()._cap_text_prompt_length(prompt_ids)
+
+    async def _initial_tokens(self, messages: list[dict[str, str]]) -> list[int]:
+        """`ct_build_initial_tokens`, built once per opening: the rollouts of a GRPO group share their
+        opening and start together, and rendering and tokenizing a 20-30 kB tool prompt is the largest
+        part of a trajectory's CPU. The shared build is shielded from one waiter's cancellation."""
+        key = (id(self.tokenizer), orjson.dumps(messages))
+        loop = asyncio.get_running_loop()
+        built = _OPENINGS.get(key)
+        if built is None or built.get_loop() is not loop:
+            built = _OPENINGS[key] = loop.create_task(self._build_initial_tokens(messages))
+            while len(_OPENINGS) > OPENING_CACHE_SIZE:
+                _OPENINGS.popitem(last=False)
+        else:
+            _OPENINGS.move_to_end(key)
+        try:
+            prompt_ids, self._prompt_cut = await asyncio.shield(built)
+        except Exception:
+            _OPENINGS.pop(key, None)
+            raise
+        return list(prompt_ids)
+
+    async def _build_initial_tokens(self, messages: list[dict[str, str]]) -> tuple[array, bool]:
+        prompt_ids = await self.ct_build_initial_tokens(messages)
+        return array("q", prompt_ids), self._prompt_cut
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        task_id = _task_id(kwargs)
+        rollout = _Rollout()
+        episode = open_episode(self.client, task_id, self.mode, self.settings.protocol)
+        try:
+            async with episode:
+                await self._play(episode, rollout, sampling_params, kwargs.get("global_steps"))
+        except EnvServiceError as exc:
+            rollout.env_error = str(exc)
+            LOG.warning("environment failed %s (%s episode): %s", task_id, self.mode, exc)
+        if not rollout.prompt_ids:
+            rollout.prompt_ids = await self.ct_build_initial_tokens(list(kwargs["raw_prompt"]))
+            rollout.token_ids = list(rollout.prompt_ids)
+        result = episode.result
+        fields = TrajectoryFields(
+            task_id=task_id,
+            category=result.category if result else category_of(task_id),
+            split=_split(kwargs),
+            mode=self.mode,
+            labels=result.labels if result else [],
+            taxonomy=result.taxonomy if result else "",
+            interface_version=episode.interface_version,
+            reward=result.reward if result and not rollout.env_error else 0.0,
+            llm_calls=rollout.llm_calls,
+            truncated=rollout.truncated or bool(result and result.truncated),
+            env_error=rollout.env_error,
+            env_seconds=episode.env_seconds,
+            gen_seconds=rollout.gen_seconds,
+            actions=rollout.actions,
+            protocol=self.settings.protocol,
+        )
+        rollout.weight_versions.setdefault("min_global_steps", kwargs.get("global_steps"))
+        rollout.weight_versions.setdefault("max_global_steps", kwargs.get("global_steps"))
+        output = self._output(rollout, fields)
+        if self.settings.trace_dir:
+            self._trace(self.settings.trace_dir, rollout, fields, output)
+        return output
+
+    async def _play(
+        self, episode: EpisodeSession, rollout: _Rollout, sampling_params: dict[str, Any], global_steps: Any
+    ) -> None:
+        """Generate and step until the episode is done or a limit is reached."""
+        rollout.messages = list(episode.messages)
+        rollout.prompt_ids = await self._initial_tokens(rollout.messages)
+        rollout.token_ids = list(rollout.prompt_ids)
+        if self._prompt_cut:
+            rollout.truncated = True
+            return
+        request_id = trajectory_request_id(episode.task_id, self.mode)
+        while True:
+            left = self.response_length - len(rollout.mask)
+            max_tokens = min(left, self.settings.max_tokens_per_call or left)
+            start = time.perf_counter()
+            output = await self.server_manager.generate(
+                request_id,
+                prompt_ids=rollout.token_ids,
+                sampling_params={**sampling_params, "max_tokens": max_tokens},
+            )
+            rollout.gen_seconds += time.perf_counter() - start
+            rollout.llm_calls += 1
+            rollout.note_weights(output.extra_fields or {}, global_steps)
+            sampled = list(output.token_ids[:max_tokens])
+            rollout.sampled.append(sampled)
+            logprobs = _logprobs(output.log_probs, len(sampled), rollout)
+            merged, rollout.mask, rollout.logprobs = await self.ct_merge_assistant_token(
+                rollout.token_ids, sampled, rollout.mask, rollout.logprobs, assistant_logprobs=logprobs
+            )
+            rollout.token_ids = merged.token_ids
+            if not sampled or sampled[-1] not in self.end_of_turn_ids:
+                rollout.truncated = True  # cut by max_tokens: not a whole message, never sent
+                return
+            action = self.tokenizer.decode(sampled, skip_special_tokens=True)
+            rollout.actions.append(action)
+            stepped = await episode.step(action)
+            if stepped["done"]:
+                return
+            if rollout.llm_calls >= self.settings.max_llm_calls:
+                rollout.truncated = True
+                return
+            previous = [*rollout.messages, {"role": "assistant", "content": action}]
+            rollout.messages = [*previous, *stepped["observation"]]
+            rollout.observations.append(list(stepped["observation"]))
+            merged, rollout.mask, rollout.logprobs = await self.ct_merge_context_msg(
+                previous, rollout.messages, rollout.token_ids, rollout.mask, rollout.logprobs
+            )
+            rollout.token_ids = merged.token_ids
+            if len(rollout.mask) >= self.response_length:
+                rollout.truncated = True
+                return
+
+    def _output(self, rollout: _Rollout, fields: TrajectoryFields) -> AgentLoopOutput:
+        """Cut to `response_length` (verl does not); an empty response becomes one masked end token."""
+        response = rollout.token_ids[len(rollout.prompt_ids) :][: self.response_length]
+        mask = rollout.mask[: self.response_length]
+        logprobs = rollout.logprobs[: self.response_length] if rollout.logprobs is not None else None
+        if not response:
+            response, mask = [self.filler_id], [0]
+            logprobs = [0.0] if logprobs is not None else None
+        return AgentLoopOutput(
+            prompt_ids=rollout.prompt_ids,
+            response_ids=response,
+            response_mask=mask,
+            response_logprobs=logprobs,
+            reward_score=fields.reward,
+            num_turns=len(rollout.messages) + 1,
+            metrics=AgentLoopMetrics(generate_sequences=fields.gen_seconds, tool_calls=fields.env_seconds),
+            extra_fields={**fields.extra_fields(), **rollout.weight_versions},
+        )
+
+    def _trace(
+        self, trace_dir: str, rollout: _Rollout, fields: TrajectoryFields, output: AgentLoopOutput
+    ) -> None:
+        """One JSON line per trajectory, one file per process (processes never interleave): what was
+        trained on next to what the model sampled and what the environment said."""
+        record = {
+            "task_id": fields.task_id,
+            "mode": fields.mode,
+            "truncated": fields.truncated,
+            "env_error": fields.env_error,
+            "prompt_ids": output.prompt_ids,
+            "response_ids": output.response_ids,
+            "response_mask": output.response_mask,
+            "sampled_texts": [self.tokenizer.decode(ids) for ids in rollout.sampled],
+            "observations": rollout.observations,
+        }
+        folder = Path(trace_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / f"trajectories.{os.getpid()}.jsonl", "ab") as trace:
+            trace.write(orjson.dumps(record) + b"\n")
+
+
+def _logprobs(sampled_logprobs: list[float] | None, count: int, rollout: _Rollout) -> list[float] | None:
+    """The server's log-probs of the sampled tokens, kept once any call returned them (0.0 where not)."""
+    if sampled_logprobs is None and rollout.logprobs is None:
+        return None
+    if rollout.logprobs is None:
+        rollout.logprobs = [0.0] * len(rollout.mask)
+    kept = list(sampled_logprobs or [])[:count]
+    return kept + [0.0] * (count - len(kept))
+
+
+def _split(sample: dict[str, Any]) -> str:
+    extra = sample.get("extra_info")
+    split = extra.get("split") if isinstance(extra, dict) else None
+    return split if isinstance(split, str) else ""
+
+
+def _task_id(sample: dict[str, Any]) -> str:
+    """The row's task id (`extra_info.task_id`, written by seal/dataset.py)."""
+    extra = sample.get("extra_info") or {}
+    task_id = extra.get("task_id") if isinstance(extra, dict) else None
+    if not isinstance(task_id, str):
+        raise ValueError("a SEAL rollout row needs extra_info.task_id (see scripts/prepare_data.py)")
+    return task_id

@@ -1,0 +1,145 @@
+"""SEAL's own work in a training step, apart from verl: C_t, ρ, the A-Patch factors, metrics, the saved state.
+
+`ClosedLoop.step` takes one batch's trajectories (labels as the environment computed them) and the sign
+of each one's GRPO advantage, and returns the factor to multiply each advantage by, plus the step's
+`seal/` metrics. A trajectory whose environment failed (`env_error`) keeps factor 1 and is left out of
+C_t. Trajectories are the `TrajectoryFields` the agent loop wrote into each sample's `extra_fields`.
+The trainer does the I/O (TransferQueue, the environment service, the checkpoint folder).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seal.tocf.apatch import APatchState, apply_apatch
+from seal.tocf.labels import EXCLUDED
+from seal.tocf.profile import FailureProfile
+from seal.trainer.settings import SealSettings
+from seal.trainer.trajectory import TrajectoryFields
+
+STATE_VERSION = 1
+PREFIX = "seal"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    factors: list[float]
+    metrics: dict[str, float]
+
+
+class ClosedLoop:
+    """C_t (the failure profile), ρ (A-Patch's current weights) and the last Ω the service reported."""
+
+    def __init__(self, settings: SealSettings) -> None:
+        self.settings = settings
+        self.apatch_config = settings.apatch.to_config()
+        self.profile = FailureProfile()
+        self.apatch = APatchState.initial(self.apatch_config)
+        self.interface: dict[str, Any] | None = None
+        self.window_epoch = 0
+
+    def step(
+        self, trajectories: Sequence[TrajectoryFields], signs: Sequence[float], step: int, epoch: int
+    ) -> StepResult:
+        """Add the batch to C_t, update ρ (dynamic mode), compute the factors; `step` counts from 1."""
+        if len(trajectories) != len(signs):
+            raise ValueError(f"{len(trajectories)} trajectories but {len(signs)} advantage signs")
+        if self.settings.reset_window_each_epoch and epoch != self.window_epoch:
+            self.profile.reset_window()
+            self.window_epoch = epoch
+        labels = [None if t.env_error else list(t.labels) for t in trajectories]
+        self.profile.observe_batch(
+            labels, [t.reward for t in trajectories], [t.category for t in trajectories]
+        )
+        settings = self.settings.apatch
+        if settings.mode == "dynamic":
+            self.apatch.update(self.profile, self.apatch_config)
+        metrics = _batch_metrics(trajectories)
+        if settings.enabled:
+            unit = [float((s > 0) - (s < 0)) for s in signs]
+            scaled, apatch_metrics = apply_apatch(unit, labels, self.apatch.rho, self.apatch_config, step - 1)
+            factors = [abs(x) if u else 1.0 for x, u in zip(scaled, unit, strict=True)]
+            metrics.update(apatch_metrics)
+        else:
+            factors = [1.0] * len(trajectories)
+        if factors:
+            metrics[f"{PREFIX}/apatch/scale_mean"] = sum(factors) / len(factors)
+            metrics[f"{PREFIX}/apatch/scale_min"] = min(factors)
+            metrics[f"{PREFIX}/apatch/scale_max"] = max(factors)
+        metrics.update({f"{PREFIX}/rho/{label}": w for label, w in sorted(self.apatch.rho.items())})
+        metrics.update(self.profile.metrics(f"{PREFIX}/profile"))
+        metrics.update(self.interface_metrics())
+        return StepResult(factors, metrics)
+
+    def interface_metrics(self) -> dict[str, float]:
+        if self.interface is None:
+            return {}
+        guidelines = self.interface.get("guidelines") or []
+        out = {
+            f"{PREFIX}/interface/version": float(self.interface.get("version", 0)),
+            f"{PREFIX}/interface/active_cues": float(len(guidelines)),
+        }
+        out.update({f"{PREFIX}/interface/cue/{name}": 1.0 for name in guidelines})
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """`seal_state.json`: everything a resumed run needs to continue exactly where this one stopped."""
+        return {
+            "version": STATE_VERSION,
+            "profile": self.profile.to_json(),
+            "apatch": self.apatch.to_json(),
+            "interface": self.interface,
+            "window_epoch": self.window_epoch,
+        }
+
+    def load_json(self, data: Any) -> None:
+        """Restore `to_json`'s output; ValueError (and nothing changed) when it is malformed."""
+        if not isinstance(data, Mapping) or data.get("version") != STATE_VERSION:
+            raise ValueError(f"SEAL state must be a JSON object with version {STATE_VERSION}")
+        missing = sorted({"profile", "apatch", "interface", "window_epoch"} - set(data))
+        if missing:
+            raise ValueError(f"SEAL state: missing key(s) {missing}")
+        profile = FailureProfile.from_json(data["profile"])
+        apatch = APatchState.from_json(data["apatch"])
+        interface = data["interface"]
+        if interface is not None and not isinstance(interface, Mapping):
+            raise ValueError("SEAL state: interface must be an object or null")
+        epoch = data["window_epoch"]
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ValueError(f"SEAL state: window_epoch must be a non-negative integer, got {epoch!r}")
+        self.profile, self.apatch, self.window_epoch = profile, apatch, epoch
+        self.interface = None if interface is None else dict(interface)
+
+
+def _batch_metrics(trajectories: Sequence[TrajectoryFields]) -> dict[str, float]:
+    """Label shares, pass rate per category (and their mean), environment health and timings."""
+    metrics: dict[str, float] = {}
+    healthy = [t for t in trajectories if not t.env_error]
+    occurrences = Counter(label for t in healthy for label in t.labels)
+    weighable = sum(n for label, n in occurrences.items() if label not in EXCLUDED)
+    for label, n in sorted(occurrences.items()):
+        metrics[f"{PREFIX}/label_share/{label}"] = (
+            n / weighable if label not in EXCLUDED and weighable else 0.0
+        )
+    by_category: dict[str, list[float]] = {}
+    for t in trajectories:
+        by_category.setdefault(t.category, []).append(1.0 if t.reward >= 1.0 else 0.0)
+    for category, passes in sorted(by_category.items()):
+        metrics[f"{PREFIX}/pass_rate/{category}"] = sum(passes) / len(passes)
+    if by_category:
+        rates = [sum(p) / len(p) for p in by_category.values()]
+        metrics[f"{PREFIX}/pass_rate/mean"] = sum(rates) / len(rates)
+    n = len(trajectories)
+    if n:
+        metrics[f"{PREFIX}/env_error_count"] = float(n - len(healthy))
+        metrics[f"{PREFIX}/truncated_share"] = sum(t.truncated for t in trajectories) / n
+        for name in ("env_seconds", "gen_seconds"):
+            values = [getattr(t, name) for t in trajectories if math.isfinite(getattr(t, name))]
+            if values:
+                metrics[f"{PREFIX}/{name}/mean"] = sum(values) / len(values)
+                metrics[f"{PREFIX}/{name}/max"] = max(values)
+    return metrics

@@ -1,0 +1,132 @@
+"""Experiment configs: compose an exp/*.yaml with overrides, check it, train it (GPUs only for `train`).
+
+    cfg = compose_experiment(Path("exp/SEAL.yaml"), ["trainer.total_epochs=1"])
+    validate_experiment(cfg)     # verl's validate_config plus the `seal:` section's own checks
+    train(cfg)                   # what verl's main() does, with SealTaskRunner
+
+Relative data paths in a config are relative to the project root; relative output folders
+(checkpoints, validation dumps) to the current directory. `resolve_paths` makes all of them absolute,
+so Ray workers and later test-split evaluations agree on them whatever their working directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from seal.bfcl.tasks import SPLITS
+from seal.dataset import DATA_DIR, parquet_bytes
+from seal.trainer.agent_loop import agent_loop_config_path
+from seal.trainer.settings import SealSettings, settings_from_config
+
+PROJECT_ROOT = DATA_DIR.parent
+SEARCHPATH_OVERRIDE = "hydra.searchpath=[pkg://seal.config,pkg://verl.trainer.config]"
+"""Where `seal_trainer` and verl's `ppo_trainer` are found. Hydra reads a search path only from the
+primary config or the command line, and experiment files compose one another (SEAL_3B on SEAL), so it
+is given here, once, instead of in every file."""
+
+
+class ExperimentError(ValueError):
+    """A config that cannot be composed or does not pass validation; the message is one line."""
+
+
+def compose_experiment(conf: Path | str, overrides: Sequence[str] = ()) -> DictConfig:
+    """Compose `conf` (an experiment yaml) with Hydra `overrides` into a resolved, path-complete config."""
+    conf = Path(conf).resolve()
+    if not conf.is_file() or conf.suffix != ".yaml":
+        raise ExperimentError(f"no experiment file {conf} (expected an exp/*.yaml)")
+    try:
+        with initialize_config_dir(config_dir=str(conf.parent), version_base=None):
+            config = compose(config_name=conf.stem, overrides=[SEARCHPATH_OVERRIDE, *overrides])
+        resolve_paths(config)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ExperimentError(f"{conf.name}: {_one_line(exc)}") from exc
+    return config
+
+
+def resolve_paths(config: DictConfig) -> None:
+    """Make data files, output folders and the agent-loop config path absolute, in place."""
+    data = config.data
+    for key in ("train_files", "val_files"):
+        data[key] = _project_path(data[key])
+    trainer = config.trainer
+    for key in ("default_local_dir", "validation_data_dir"):
+        if trainer[key] is not None:
+            trainer[key] = str(Path(trainer[key]).expanduser().absolute())
+    agent = config.actor_rollout_ref.rollout.agent
+    if agent.agent_loop_config_path is None:
+        agent.agent_loop_config_path = str(agent_loop_config_path())
+
+
+def _project_path(value: str | ListConfig) -> str | list[str]:
+    if isinstance(value, ListConfig | list):
+        return [_project_path(item) for item in value]
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else PROJECT_ROOT / path)
+
+
+def validate_experiment(config: DictConfig, check_data: bool = True) -> SealSettings:
+    """Run verl's `validate_config` and the `seal:` checks; return the settings. ExperimentError if wrong."""
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    try:
+        settings = settings_from_config(config)
+    except (ValueError, OmegaConfBaseException) as exc:
+        raise ExperimentError(f"seal: {_one_line(exc)}") from exc
+    try:
+        validate_config(
+            config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config)
+        )
+    except (AssertionError, ValueError, OmegaConfBaseException) as exc:
+        raise ExperimentError(f"verl rejects the config: {_one_line(exc)}") from exc
+    if check_data:
+        for key in ("train_files", "val_files"):
+            for path in _as_list(config.data[key]):
+                if not Path(path).is_file():
+                    raise ExperimentError(f"data.{key}: {path} is missing (run scripts/prepare_data.py)")
+    return settings
+
+
+def ensure_data(config: DictConfig) -> list[Path]:
+    """Build the project's parquet files that `config` names and that are missing; return those written."""
+    named = {str(path) for key in ("train_files", "val_files") for path in _as_list(config.data[key])}
+    written = []
+    for split in SPLITS:
+        path = DATA_DIR / f"bfcl_{split}.parquet"
+        if str(path) in named and not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(parquet_bytes(split))
+            written.append(path)
+    return written
+
+
+def train(config: DictConfig) -> None:
+    """verl's `main()` for SEAL: set the device, build missing data, validate, run PPO (SealTaskRunner)."""
+    from verl.trainer.main_ppo import run_ppo
+    from verl.utils.device import auto_set_device
+
+    from seal.trainer.task_runner import SealTaskRunner
+
+    auto_set_device(config)
+    ensure_data(config)
+    validate_experiment(config)
+    run_ppo(config, task_runner_class=SealTaskRunner)
+
+
+def to_yaml(config: DictConfig) -> str:
+    """The resolved config as YAML (what the launcher records)."""
+    return OmegaConf.to_yaml(config, resolve=True)
+
+
+def _as_list(files: str | ListConfig | list[str]) -> list[str]:
+    return [files] if isinstance(files, str) else list(files)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -1,0 +1,71 @@
+"""Type-check command-line overrides against the values they replace.
+
+Hydra refuses unknown keys, and the `seal:` section has a typed schema, but verl's yaml is untyped:
+`trainer.test_freq=abc` composes and passes `validate_config`, then fails hours later (or never).
+An override of a key whose composed value is a bool, an int or a float must therefore parse as one;
+other values (strings, lists, null defaults) take what verl takes. Sweeps are refused: one launch is
+one run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+
+ABSENT = object()
+KINDS = {bool: "a boolean (true/false)", int: "an integer", float: "a number"}
+
+
+class OverrideTypeError(ValueError):
+    """An override whose value does not fit the key's type; the message is one line."""
+
+
+def check_override_types(defaults: DictConfig, overrides: Sequence[str]) -> None:
+    """Raise OverrideTypeError for the first override whose value does not fit the default in `defaults`
+    (the experiment composed without overrides)."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException as exc:
+        raise OverrideTypeError(" ".join(str(exc).split())) from exc
+    for override in parsed:
+        _check(defaults, override)
+
+
+def _check(defaults: DictConfig, override: Override) -> None:
+    line = override.input_line or override.key_or_group
+    if override.is_sweep_override():
+        raise OverrideTypeError(f"{line}: sweeps are not supported; launch one run per value")
+    if override.is_delete():
+        return
+    value = override.value()
+    default = OmegaConf.select(
+        defaults, override.key_or_group, default=ABSENT, throw_on_resolution_failure=False
+    )
+    if value is None or default is ABSENT or (isinstance(value, str) and "${" in value):
+        return
+    expected = _scalar_type(default)
+    if expected is None or _fits(value, expected):
+        return
+    raise OverrideTypeError(
+        f"{line}: {override.key_or_group} expects {KINDS[expected]} (default {default!r}), "
+        f"got {type(value).__name__} {value!r}"
+    )
+
+
+def _scalar_type(default: Any) -> type | None:
+    """bool, int or float when the default is one; None when any value is acceptable."""
+    for kind in KINDS:
+        if type(default) is kind:
+            return kind
+    return None
+
+
+def _fits(value: Any, expected: type) -> bool:
+    if expected is float:
+        return type(value) in (int, float)
+    return type(value) is expected

@@ -1,0 +1,109 @@
+"""The plan of a run: the composed config's key values in one table, printed before anything starts.
+
+The rows follow the paper's Table 4 (model, GRPO, batch sizes, lengths, lr, KL, temperatures, GPUs),
+then what SEAL adds; each row names the config keys it shows, so a reader knows what to override.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from seal.bfcl.tasks import split_ids
+from seal.trainer.settings import SealSettings
+
+
+def plan_rows(config: DictConfig, settings: SealSettings) -> list[tuple[str, str, str]]:
+    """(what, value, config keys) for every key value of the run."""
+    actor, rollout = config.actor_rollout_ref.actor, config.actor_rollout_ref.rollout
+    trainer, data = config.trainer, config.data
+    gpus = trainer.nnodes * trainer.n_gpus_per_node
+    replica_gpus = (
+        rollout.tensor_model_parallel_size * rollout.data_parallel_size * rollout.pipeline_model_parallel_size
+    )
+    steps_per_epoch = len(split_ids("train")) // data.train_batch_size
+    total_steps = trainer.total_training_steps or steps_per_epoch * trainer.total_epochs
+    kl = f"{actor.kl_loss_coef} ({actor.kl_loss_type})" if actor.use_kl_loss else "off"
+    apatch = settings.apatch
+    return [
+        ("base model", str(config.actor_rollout_ref.model.path), "actor_rollout_ref.model.path"),
+        ("method", f"{config.algorithm.adv_estimator}, {rollout.n} rollouts per prompt", "rollout.n"),
+        ("actor learning rate", f"{actor.optim.lr:g}", "actor.optim.lr"),
+        ("train batch size", str(data.train_batch_size), "data.train_batch_size"),
+        ("PPO mini-batch size", str(actor.ppo_mini_batch_size), "actor.ppo_mini_batch_size"),
+        (
+            "PPO micro-batch size per GPU",
+            str(actor.ppo_micro_batch_size_per_gpu),
+            "actor.ppo_micro_batch_size_per_gpu",
+        ),
+        (
+            "temperature",
+            f"{float(rollout.temperature)} training, {float(rollout.val_kwargs.temperature)} validation",
+            "rollout.temperature, rollout.val_kwargs.temperature",
+        ),
+        (
+            "max prompt / response / model length",
+            f"{data.max_prompt_length} / {data.max_response_length} / {rollout.max_model_len}",
+            "data.max_prompt_length, data.max_response_length, rollout.max_model_len",
+        ),
+        (
+            "multi-turn rollout",
+            f"at most {settings.rollout.max_llm_calls} interaction steps",
+            "seal.rollout.max_llm_calls",
+        ),
+        ("tool prompt", settings.rollout.protocol, "seal.rollout.protocol"),
+        (
+            "reward KL penalty",
+            "on" if config.algorithm.use_kl_in_reward else "off",
+            "algorithm.use_kl_in_reward",
+        ),
+        ("actor KL loss coefficient", kl, "actor.use_kl_loss, actor.kl_loss_coef, actor.kl_loss_type"),
+        ("entropy coefficient", f"{actor.entropy_coeff:g}", "actor.entropy_coeff"),
+        (
+            "GPUs",
+            f"{gpus} ({trainer.nnodes} node x {trainer.n_gpus_per_node}), tensor parallel "
+            f"{rollout.tensor_model_parallel_size}, vLLM {rollout.mode}, GPU memory utilisation "
+            f"{rollout.gpu_memory_utilization:g}",
+            "trainer.n_gpus_per_node, trainer.nnodes, rollout.tensor_model_parallel_size",
+        ),
+        ("rollout replicas", str(gpus // replica_gpus), "GPUs / (rollout TP x DP x PP)"),
+        ("rollout engine", str(rollout.name), "rollout.name"),
+        (
+            "epochs",
+            f"{trainer.total_epochs} ({steps_per_epoch} steps per epoch, {total_steps} steps)",
+            "trainer.total_epochs, trainer.total_training_steps",
+        ),
+        (
+            "validation / checkpoints",
+            f"every {trainer.test_freq} / {trainer.save_freq} steps, before training: "
+            f"{trainer.val_before_train}",
+            "trainer.test_freq, trainer.save_freq, trainer.val_before_train",
+        ),
+        ("diagnosis taxonomy", settings.taxonomy, "seal.taxonomy"),
+        (
+            "interface Ω",
+            f"preset {settings.interface.preset}, Evolve {'on' if settings.interface.adapt else 'off'}",
+            "seal.interface.preset, seal.interface.adapt",
+        ),
+        (
+            "A-Patch",
+            apatch.mode
+            if not apatch.enabled
+            else f"{apatch.mode}, weight clip [{apatch.w_min}, {apatch.w_max}], EMA beta "
+            f"{apatch.ema_beta}, prevalence alpha {apatch.prevalence_alpha}, confidence samples "
+            f"{apatch.confidence_samples}",
+            "seal.apatch.*",
+        ),
+        ("environment service", settings.rollout.env_url, "seal.rollout.env_url (launcher: --env-url)"),
+        ("run folder", str(Path(trainer.default_local_dir).parent), "trainer.default_local_dir/.."),
+    ]
+
+
+def format_plan(rows: list[tuple[str, str, str]]) -> str:
+    """The rows as an aligned plain-text table (logs and terminals alike)."""
+    widths = [max(len(row[i]) for row in [("key", "value", "config"), *rows]) for i in range(3)]
+    lines = [("key", "value", "config"), tuple("-" * w for w in widths), *rows]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )

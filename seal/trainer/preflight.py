@@ -1,0 +1,209 @@
+"""What a launch checks before the first GPU is allocated: the data files and the environment service.
+
+`check_data` makes sure every parquet file the run reads holds exactly its split (building a missing one);
+`check_environment` plays a few ground-truth episodes through the service the run will use, in the
+training and the validation mode, checks that the service diagnoses with the configured taxonomy and
+serves the configured interface, then applies A-Patch and Evolve to a synthetic batch built from those
+labels — so a wrong service, split or setting fails in seconds on a CPU, not after the model loaded.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+from omegaconf import DictConfig, ListConfig
+
+from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
+from seal.dataset import EVAL_AGENT, TRAIN_AGENT, parquet_bytes
+from seal.env.client import EnvServiceError, HttpEnvClient, open_episode
+from seal.env.interface import build_interface, evolve
+from seal.protocol.ground_truth import ground_truth_actions
+from seal.tocf import PAPER_LABELS, REFERENCE_LABELS, APatchState, FailureProfile, apply_apatch
+from seal.tocf.labels import CORRECT_ABSTENTION, EXCLUDED, PASS
+from seal.trainer.settings import SealSettings
+
+EPISODE_MODES = ("train", "eval")
+"""Training rollouts run under Ω, validation and test episodes under the raw interface."""
+
+
+class PreflightError(RuntimeError):
+    """A check failed; the message is one line that says what and where."""
+
+
+@dataclass(frozen=True)
+class DataFile:
+    split: str
+    path: Path
+    built: bool
+
+
+@dataclass(frozen=True)
+class EpisodeCheck:
+    task_id: str
+    mode: str
+    reward: float
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EnvironmentReport:
+    """What the environment preflight saw: the episodes, and what A-Patch and Evolve made of a batch."""
+
+    url: str
+    episodes: tuple[EpisodeCheck, ...]
+    apatch: str
+    evolve: str
+
+
+# -- data --------------------------------------------------------------------------------------------
+def data_files(config: DictConfig, test_files: Path | None = None) -> dict[str, list[Path]]:
+    """The parquet files of each split the run reads (`test` only when `test_files` is given)."""
+    files = {"train": _paths(config.data.train_files), "val": _paths(config.data.val_files)}
+    if test_files is not None:
+        files["test"] = [test_files]
+    return files
+
+
+def check_data(files: dict[str, list[Path]]) -> list[DataFile]:
+    """Each split's files together hold exactly the split's tasks, with the split's agent loop; a missing
+    single file is built (deterministically, as `scripts/prepare_data.py` does)."""
+    checked = []
+    for split, paths in files.items():
+        built = False
+        if len(paths) == 1 and not paths[0].exists():
+            paths[0].parent.mkdir(parents=True, exist_ok=True)
+            paths[0].write_bytes(parquet_bytes(split))
+            built = True
+        _check_split(split, paths)
+        checked.extend(DataFile(split, path, built) for path in paths)
+    return checked
+
+
+def _check_split(split: str, paths: Sequence[Path]) -> None:
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        raise PreflightError(f"{split} data: {', '.join(missing)} missing (run scripts/prepare_data.py)")
+    try:
+        frame = pd.concat([pd.read_parquet(path, columns=["agent_name", "extra_info"]) for path in paths])
+    except (OSError, ValueError, KeyError) as exc:
+        raise PreflightError(f"{split} data: {paths[0]} is not a SEAL parquet file: {exc}") from exc
+    ids = [info["task_id"] for info in frame["extra_info"]]
+    expected = split_ids(split)
+    if sorted(ids) != sorted(expected):
+        extra, absent = sorted(set(ids) - set(expected)), sorted(set(expected) - set(ids))
+        raise PreflightError(
+            f"{split} data: {len(ids)} rows do not match the {len(expected)}-task {split} split "
+            f"(not in the split: {extra[:3]}, missing: {absent[:3]}); rebuild with scripts/prepare_data.py"
+        )
+    agent = TRAIN_AGENT if split == "train" else EVAL_AGENT
+    wrong = sorted(set(frame["agent_name"]) - {agent})
+    if wrong:
+        raise PreflightError(f"{split} data: agent_name {wrong} where {agent!r} is expected")
+
+
+def _paths(value: str | ListConfig | list[str]) -> list[Path]:
+    items = [value] if isinstance(value, str) else list(value)
+    return [Path(item) for item in items]
+
+
+# -- environment -------------------------------------------------------------------------------------
+def preflight_tasks(split: str = "val") -> list[str]:
+    """One task of each category: the first of the split."""
+    ids = split_ids(split)
+    return [next(task for task in ids if category_of(task) == category) for category in CATEGORIES]
+
+
+async def check_environment(url: str, settings: SealSettings, tasks: Sequence[str]) -> EnvironmentReport:
+    """Play `tasks`' ground truth in both modes through the service at `url` and check what comes back."""
+    client = HttpEnvClient(url, timeout=settings.rollout.env_timeout_s, retries=settings.rollout.env_retries)
+    try:
+        await _check_interface(client, url, settings)
+        episodes = [
+            await _play(client, task_id, mode, settings) for mode in EPISODE_MODES for task_id in tasks
+        ]
+    except EnvServiceError as exc:
+        raise PreflightError(f"environment service at {url}: {exc}") from exc
+    finally:
+        await client.aclose()
+    profile = FailureProfile()
+    labels, rewards = _synthetic_batch(episodes, settings.taxonomy)
+    for trajectory, reward in zip(labels, rewards, strict=True):
+        profile.observe(trajectory, reward, CATEGORIES[0])
+    apatch = _check_apatch(labels, rewards, profile, settings)
+    return EnvironmentReport(url, tuple(episodes), apatch, _check_evolve(profile, settings))
+
+
+async def _check_interface(client: HttpEnvClient, url: str, settings: SealSettings) -> None:
+    served = (await client.get_interface())["config"]
+    expected = asdict(build_interface(settings.interface.preset).config)
+    if served != expected:
+        raise PreflightError(
+            f"the service at {url} serves another interface than seal.interface.preset="
+            f"{settings.interface.preset} (start it with --interface-preset {settings.interface.preset})"
+        )
+
+
+async def _play(client: HttpEnvClient, task_id: str, mode: str, settings: SealSettings) -> EpisodeCheck:
+    async with open_episode(client, task_id, mode, settings.rollout.protocol) as episode:
+        for action in ground_truth_actions(task_id, settings.rollout.protocol):
+            if (await episode.step(action))["done"]:
+                break
+    result = episode.result
+    assert result is not None
+    if result.taxonomy != settings.taxonomy:
+        raise PreflightError(
+            f"the service diagnoses with taxonomy {result.taxonomy!r} but seal.taxonomy is "
+            f"{settings.taxonomy!r} (start it with --taxonomy {settings.taxonomy})"
+        )
+    if result.reward != 1.0 or not result.labels:
+        raise PreflightError(
+            f"{task_id} ({mode}): the ground truth scored {result.reward} with labels {result.labels}; "
+            "the environment or the verifier is broken"
+        )
+    return EpisodeCheck(task_id, mode, result.reward, tuple(result.labels))
+
+
+def _synthetic_batch(episodes: Sequence[EpisodeCheck], taxonomy: str) -> tuple[list[list[str]], list[float]]:
+    """The ground-truth trajectories (reward 1) plus one failing trajectory per failure label (reward 0)."""
+    labels = [list(episode.labels) for episode in episodes if episode.mode == "train"]
+    rewards = [1.0] * len(labels)
+    known = PAPER_LABELS if taxonomy == "paper" else REFERENCE_LABELS
+    for label in known:
+        if label not in {PASS, CORRECT_ABSTENTION, *EXCLUDED}:
+            labels.append([PASS, label])
+            rewards.append(0.0)
+    return labels, rewards
+
+
+def _check_apatch(
+    labels: list[list[str]], rewards: list[float], profile: FailureProfile, settings: SealSettings
+) -> str:
+    if not settings.apatch.enabled:
+        return "off (GRPO advantages untouched)"
+    config = settings.apatch.to_config()
+    rho = APatchState.initial(config).update(profile, config)
+    mean, spread = statistics.fmean(rewards), statistics.pstdev(rewards) or 1.0
+    advantages = [(reward - mean) / spread for reward in rewards]
+    scaled, metrics = apply_apatch(advantages, labels, rho, config, step=config.warmup_steps)
+    if any(math.copysign(1, a) != math.copysign(1, s) for a, s in zip(advantages, scaled, strict=True)):
+        raise PreflightError("A-Patch changed the sign of an advantage")
+    factors = [s / a for a, s in zip(advantages, scaled, strict=True) if a]
+    if any(not config.w_min - 1e-9 <= f <= config.w_max + 1e-9 for f in factors):
+        raise PreflightError(f"A-Patch weights outside [{config.w_min}, {config.w_max}]: {factors}")
+    mean_scale = metrics["seal/apatch/mean_scale"]
+    return (
+        f"{settings.apatch.mode}: {len(labels)} trajectories, mean scale {mean_scale:.3f}, "
+        f"weights {min(factors):.2f}..{max(factors):.2f}"
+    )
+
+
+def _check_evolve(profile: FailureProfile, settings: SealSettings) -> str:
+    if not settings.interface.adapt:
+        return f"off (Ω stays preset {settings.interface.preset!r})"
+    evolved = evolve(build_interface(settings.interface.preset), profile.to_json())
+    return f"Ω v0 -> v{evolved.version} with {len(evolved.guidelines)} guideline(s)"

@@ -1,0 +1,66 @@
+"""The `seal.rollout` config section: how `SealAgentLoop` reaches the environment and where it stops.
+
+The dataclass is the single source of the defaults (the paper's Table 4 where it says something) and
+the Hydra schema of the section; it imports nothing of verl so that tools can read it anywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+
+CLIENT_KINDS = ("http", "inprocess")
+
+
+@dataclass
+class RolloutSettings:
+    """One trajectory = one environment episode; these bound it and say how to reach the service."""
+
+    env_url: str = "http://127.0.0.1:8082"
+    """Base URL of the environment service (`seal serve`); the launcher starts one unless told otherwise."""
+    client: str = "http"
+    """`http` (the service, shared by every rollout worker) or `inprocess` (an episode store inside
+    each worker process: no server, but Evolve(Ω) updates never reach it)."""
+    protocol: str = DEFAULT_PROTOCOL
+    """Tool prompt and tool-call format of the episodes (Table 4: bfcl_qwen_fc, i.e. `qwen_fc`)."""
+    max_llm_calls: int = 20
+    """LLM calls per episode, all user turns together (Table 4: at most 20 interaction steps, counted
+    per whole episode as the released code does); reaching it ends the trajectory as truncated."""
+    max_tokens_per_call: int | None = None
+    """`max_tokens` of one generation; None = all that is left of `rollout.response_length`. Never
+    more than what is left: the response budget covers the whole multi-turn interaction."""
+    env_timeout_s: float = 60.0
+    """Bound on one environment request, retries included."""
+    env_retries: int = 3
+    """Retries of a request that could not reach the service, before the trajectory is given up
+    with reward 0 and `env_error` set."""
+    env_backoff_s: float = 0.5
+    """First retry delay; it doubles with every further retry."""
+    trace_dir: str | None = None
+    """Write each trajectory's token ids, response mask and the sampled texts as one JSON line per
+    trajectory under this folder, for inspection (`scripts/check_masks.py` checks them); None = off."""
+
+    def __post_init__(self) -> None:
+        if self.client not in CLIENT_KINDS:
+            raise ValueError(f"seal.rollout.client must be http or inprocess, not {self.client!r}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(
+                f"seal.rollout.protocol must be one of {', '.join(sorted(PROTOCOLS))}, not {self.protocol!r}"
+            )
+        if self.max_llm_calls < 1:
+            raise ValueError("seal.rollout.max_llm_calls must be at least 1")
+        if self.max_tokens_per_call is not None and self.max_tokens_per_call < 1:
+            raise ValueError("seal.rollout.max_tokens_per_call must be at least 1 (or null)")
+        if not self.env_timeout_s > 0 or self.env_retries < 0 or self.env_backoff_s < 0:
+            raise ValueError("seal.rollout: env_timeout_s must be > 0, env_retries and env_backoff_s >= 0")
+
+    @classmethod
+    def from_mapping(cls, values: Any) -> RolloutSettings:
+        """From the composed config's `seal.rollout` node (a mapping); an unknown key is an error."""
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown seal.rollout setting(s): {', '.join(unknown)}")
+        return cls(**{key: values[key] for key in values})

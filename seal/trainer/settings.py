@@ -1,0 +1,129 @@
+"""The `seal:` section of a training config: the single source of its defaults, documentation and types.
+
+The dataclasses are registered with Hydra's ConfigStore as the schema of the `seal` group
+(`seal/config/seal_trainer.yaml` lists `seal: schema` in its defaults), so a value of the wrong type in
+`seal.*` is refused when the config is composed, and `settings_from_config` checks the values (ranges,
+names) by building the dataclasses. A-Patch defaults come from `seal.tocf.APatchConfig` and the interface
+presets from `seal.env.interface`, so nothing here restates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+from seal.env.interface import PRESETS
+from seal.tocf.apatch import APatchConfig
+from seal.tocf.labels import DEFAULT_PRIORITY, TAXONOMIES, validate_priority
+from seal.trainer.rollout_settings import RolloutSettings
+
+APATCH_MODES = ("off", "static", "dynamic")
+"""off: advantages untouched (vanilla GRPO); static: fixed ρ0 (paper Eq. 11–12); dynamic: ρ follows C_t."""
+
+SCHEMA_GROUP = "seal"
+SCHEMA_NAME = "schema"
+
+_APATCH = APatchConfig()
+
+
+@dataclass
+class APatchSettings:
+    """A-Patch (DESIGN §4.3): weights w = clip(Σ p(z) ρ(z), w_min, w_max) scale each trajectory's advantage.
+
+    Every field but `mode` is the field of the same name of `seal.tocf.APatchConfig`, which holds the
+    defaults and checks the values; `mode` replaces its `dynamic` flag and adds `off`.
+    """
+
+    mode: str = "dynamic"
+    """off | static | dynamic (the paper's "w/o closed-loop update" ablation is static)."""
+    w_min: float = _APATCH.w_min
+    """Lower clip of a trajectory's weight (Table 4: 0.5)."""
+    w_max: float = _APATCH.w_max
+    """Upper clip of a trajectory's weight (Table 4: 2.0)."""
+    rho: dict[str, float] = field(default_factory=lambda: dict(_APATCH.rho))
+    """ρ0 per label (paper Table 6 and DESIGN §4.3); a label not listed weighs 1.0."""
+    ema_beta: float = _APATCH.ema_beta
+    """Dynamic mode: ρ ← (1−β) ρ + β target each step."""
+    prevalence_alpha: float = _APATCH.prevalence_alpha
+    """Dynamic mode: how strongly a label's prevalence raises its target."""
+    confidence_samples: int = _APATCH.confidence_samples
+    """Dynamic mode: occurrences in the window before a label's target moves fully."""
+    apply_to: str = _APATCH.apply_to
+    """all | positive_advantage | negative_advantage."""
+    warmup_steps: int = _APATCH.warmup_steps
+    """Steps before the weights are applied (C_t and ρ are still updated)."""
+    normalize_mean: bool = _APATCH.normalize_mean
+    """Rescale the batch's weights to mean 1 (then clip again)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in APATCH_MODES:
+            raise ValueError(f"seal.apatch.mode must be one of {list(APATCH_MODES)}, got {self.mode!r}")
+        self.to_config()
+
+    def to_config(self) -> APatchConfig:
+        """The `seal.tocf` configuration these settings describe (raises ValueError on bad values)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "mode"}
+        return APatchConfig(**values, dynamic=self.mode == "dynamic")
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+
+@dataclass
+class InterfaceSettings:
+    """The training interface Ω (DESIGN §5), held by the environment service."""
+
+    preset: str = "reference"
+    """Ω's version 0: reference (" [required]" + note, what the released code ran) | full | none."""
+    adapt: bool = True
+    """Send C_t to the service after every step (Evolve) and Ω's profile again on resume."""
+
+    def __post_init__(self) -> None:
+        if self.preset not in PRESETS:
+            raise ValueError(f"seal.interface.preset must be one of {list(PRESETS)}, got {self.preset!r}")
+
+
+@dataclass
+class SealSettings:
+    """Everything SEAL adds to verl's `ppo_trainer` config."""
+
+    taxonomy: str = "reference"
+    """Diagnosis labels: reference (the released code's seven) | paper (the paper's §3.2 taxonomy)."""
+    priority: list[str] = field(default_factory=lambda: list(DEFAULT_PRIORITY))
+    """Order of the paper taxonomy's failure labels on a failing turn (DESIGN §4.1)."""
+    interface: InterfaceSettings = field(default_factory=InterfaceSettings)
+    apatch: APatchSettings = field(default_factory=APatchSettings)
+    rollout: RolloutSettings = field(default_factory=RolloutSettings)
+    """The agent loop's settings; its `env_url` is also where the trainer sends C_t (Evolve)."""
+    reset_window_each_epoch: bool = True
+    """Start C_t's window afresh at every epoch, as the released code did; the total keeps counting."""
+
+    def __post_init__(self) -> None:
+        if self.taxonomy not in TAXONOMIES:
+            raise ValueError(f"seal.taxonomy must be one of {list(TAXONOMIES)}, got {self.taxonomy!r}")
+        validate_priority(self.priority)
+        if self.interface.adapt and self.rollout.client != "http":
+            raise ValueError(
+                "seal.interface.adapt needs seal.rollout.client=http (in-process stores never see Evolve)"
+            )
+
+
+def settings_from_config(config: DictConfig | dict[str, Any]) -> SealSettings:
+    """The checked `SealSettings` of a full training config (its `seal` section); ValueError when wrong."""
+    section = config.get("seal") if isinstance(config, dict | DictConfig) else None
+    if section is None:
+        raise ValueError("the config has no `seal:` section (compose it from seal/config/seal_trainer.yaml)")
+    merged = OmegaConf.merge(OmegaConf.structured(SealSettings), section)
+    return OmegaConf.to_object(merged)
+
+
+def register_schema() -> None:
+    """Make `seal: schema` available to Hydra's defaults lists (idempotent)."""
+    ConfigStore.instance().store(group=SCHEMA_GROUP, name=SCHEMA_NAME, node=SealSettings)
+
+
+register_schema()

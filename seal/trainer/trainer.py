@@ -1,0 +1,206 @@
+"""SealPPOTrainer: verl 0.9.1's synchronous V1 trainer with A-Patch, the failure profile and Evolve.
+
+After verl's GRPO (`_compute_advantage`), each sample's `extra_fields` (written by `SealAgentLoop`) are
+read from TransferQueue, C_t and ρ are updated, the advantages are scaled by the A-Patch factors and
+written back, and C_t goes to the environment service, whose Evolve(Ω, C_t) makes the next Ω. With
+`seal.apatch.mode=off` nothing is written back: the advantages stay verl's, bit for bit. SEAL's state
+(C_t, ρ, Ω) is saved as `global_step_N/seal_state.json` beside verl's checkpoint and restored with it;
+every step's profile, ρ and Ω are also appended to `<run>/seal_steps.jsonl`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import transfer_queue as tq
+from omegaconf import DictConfig
+from tensordict import TensorDict
+from transfer_queue import KVBatchMeta
+from verl.trainer.ppo.v1 import PPOTrainerSync
+
+from seal.env.client import EnvServiceError, HttpEnvClient
+from seal.trainer.closed_loop import ClosedLoop
+from seal.trainer.settings import settings_from_config
+from seal.trainer.trajectory import TrajectoryFields
+from seal.trainer.val_test import score_rows, split_of
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "seal_state.json"
+STEPS_FILE = "seal_steps.jsonl"
+
+
+class SealPPOTrainer(PPOTrainerSync):
+    """PPOTrainerSync whose advantage step, checkpoint save and checkpoint load also carry SEAL."""
+
+    def __init__(self, config: DictConfig) -> None:
+        super().__init__(config)
+        self.init_seal()
+
+    def init_seal(self) -> None:
+        """Build SEAL's part from `config.seal` (separate from verl's `__init__`, which needs a model)."""
+        self.seal_settings = settings_from_config(self.config)
+        self.closed_loop = ClosedLoop(self.seal_settings)
+
+    # -- the advantage step -----------------------------------------------------------------------
+    def _compute_advantage(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
+        batch = super()._compute_advantage(batch, metrics)
+        started = time.perf_counter()
+        enabled = self.seal_settings.apatch.enabled
+        fields = ["extra_fields", "advantages"] if enabled else ["extra_fields"]
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=fields)
+        trajectories = [
+            TrajectoryFields.from_extra_fields(extra) for extra in data.pop("extra_fields").tolist()
+        ]
+        rows = list(data["advantages"].unbind()) if enabled else []
+        signs = [float(row.sum()) for row in rows] if enabled else [0.0] * len(trajectories)
+        epoch = (self.global_steps - 1) // self.steps_per_epoch
+        result = self.closed_loop.step(trajectories, signs, self.global_steps, epoch)
+        if enabled:
+            scaled = [row * factor for row, factor in zip(rows, result.factors, strict=True)]
+            nested = torch.nested.as_nested_tensor(scaled, layout=torch.jagged)
+            tq.kv_batch_put(
+                keys=batch.keys,
+                partition_id=batch.partition_id,
+                fields=TensorDict({"advantages": nested}, batch_size=len(batch)),
+            )
+        metrics.update(result.metrics)
+        metrics["timing_s/seal_apatch"] = time.perf_counter() - started
+        if self.seal_settings.interface.adapt:
+            self._evolve(self.closed_loop.profile.to_json(), metrics)
+        self._append_step_record()
+        return batch
+
+    def _evolve(self, profile: dict[str, Any], metrics: dict) -> None:
+        """PUT C_t to the service; a failing service is logged and counted, never fatal to the step."""
+        started = time.perf_counter()
+        try:
+            self.closed_loop.interface = _put_profile(self.seal_settings.rollout, profile)
+            metrics["seal/interface/evolve_failed"] = 0.0
+        except EnvServiceError as exc:
+            logger.warning("Evolve failed at step %s: %s", self.global_steps, exc)
+            metrics["seal/interface/evolve_failed"] = 1.0
+        metrics.update(self.closed_loop.interface_metrics())
+        metrics["timing_s/seal_evolve"] = time.perf_counter() - started
+
+    def _append_step_record(self) -> None:
+        run_dir = Path(self.config.trainer.default_local_dir).parent
+        run_dir.mkdir(parents=True, exist_ok=True)
+        record = {"step": self.global_steps, **self.closed_loop.to_json()}
+        with (run_dir / STEPS_FILE).open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+
+    # -- validation -------------------------------------------------------------------------------
+    def _val_metrics_update(
+        self, data_sources, sample_uids, reward_extra_infos_dict, sample_turns, expected_acc_counts=None
+    ) -> dict[str, float]:
+        """verl's per-data-source metrics plus the paper's numbers: pass rate per category and their mean."""
+        metrics = super()._val_metrics_update(
+            data_sources,
+            sample_uids,
+            reward_extra_infos_dict,
+            sample_turns,
+            expected_acc_counts=expected_acc_counts,
+        )
+        scores = reward_extra_infos_dict["reward"]
+        if len(scores) != len(data_sources):
+            raise ValueError(
+                f"{len(scores)} validation rewards for {len(data_sources)} samples: verl lists the scores "
+                "under 'reward', so an agent loop's reward_extra_info must not have a 'reward' key"
+            )
+        rows = [
+            {"category": str(source), "score": float(score)}
+            for source, score in zip(data_sources, scores, strict=True)
+        ]
+        score = score_rows(rows, self.global_steps)
+        metrics.update({f"val-aux/seal/pass_rate/{c}": rate for c, rate in score.by_category.items()})
+        metrics["val-core/seal/pass_rate_mean"] = score.mean
+        return metrics
+
+    def _dump_generations(self, inputs, outputs, gts, scores, reward_extra_infos_dict, dump_path) -> None:
+        """verl's per-step validation JSONL, with each row's split beside the agent loop's fields."""
+        extra = {**reward_extra_infos_dict, "split": [split_of(task_id) for task_id in gts]}
+        super()._dump_generations(inputs, outputs, gts, scores, extra, dump_path)
+
+    # -- checkpoints --------------------------------------------------------------------------------
+    def _save_checkpoint(self) -> None:
+        """seal_state.json first: verl's tracker file, written last, never names a folder without it."""
+        folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
+        save_seal_state(self.closed_loop, folder)
+        super()._save_checkpoint()
+
+    def _load_checkpoint(self) -> None:
+        super()._load_checkpoint()
+        if self.global_steps == 0:
+            return
+        load_seal_state(self.closed_loop, self._resumed_folder())
+        if self.seal_settings.interface.adapt:
+            self._restore_interface()
+
+    def _resumed_folder(self) -> Path:
+        trainer = self.config.trainer
+        if trainer.resume_mode == "resume_path":
+            return Path(os.path.abspath(trainer.resume_from_path))
+        return Path(os.path.abspath(trainer.default_local_dir)) / f"global_step_{self.global_steps}"
+
+    def _restore_interface(self) -> None:
+        """Send the saved Ω's profile to the service, so it evolves Ω from the same C_t again.
+
+        The trainer keeps the saved Ω record (version, cues, profile) as it was. A service that was
+        restarted numbers its versions afresh and, lacking the saved run's previous cues, may resolve a
+        borderline guideline choice differently; that is logged, and the next Evolve realigns the two.
+        """
+        saved = self.closed_loop.interface
+        if saved is None or saved.get("profile") is None:
+            return
+        try:
+            served = _put_profile(self.seal_settings.rollout, saved["profile"])
+        except EnvServiceError as exc:
+            raise RuntimeError(f"cannot restore Ω on the environment service: {exc}") from exc
+        if served.get("guidelines") != saved.get("guidelines"):
+            logger.warning(
+                "restored Ω: the service chose guidelines %s, the checkpoint had %s",
+                served.get("guidelines"),
+                saved.get("guidelines"),
+            )
+
+
+def save_seal_state(loop: ClosedLoop, folder: Path) -> Path:
+    """Write `folder/seal_state.json` atomically (a crash leaves the old file or none, never half of one)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / STATE_FILE
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(loop.to_json(), indent=1) + "\n", encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
+def load_seal_state(loop: ClosedLoop, folder: Path) -> None:
+    """Restore from `folder/seal_state.json`; a missing or malformed file is a one-line error."""
+    path = folder / STATE_FILE
+    if not path.is_file():
+        raise RuntimeError(f"{path} is missing: this checkpoint was not written by SealPPOTrainer")
+    try:
+        loop.load_json(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise RuntimeError(f"{path}: {exc}") from exc
+
+
+def _put_profile(rollout: Any, profile: dict[str, Any]) -> dict[str, Any]:
+    async def send() -> dict[str, Any]:
+        async with HttpEnvClient(
+            rollout.env_url,
+            timeout=rollout.env_timeout_s,
+            retries=rollout.env_retries,
+            backoff=rollout.env_backoff_s,
+        ) as client:
+            return await client.put_profile(profile)
+
+    return asyncio.run(send())

@@ -1,0 +1,189 @@
+"""The val/test protocol of the paper: select on val, report test for the best-val and the last checkpoint.
+
+During training verl validates on `data.val_files` (the 100 val tasks) before training and every
+`trainer.test_freq` steps and dumps `{validation_data_dir}/{step}.jsonl`. `select_checkpoints` reads only
+those files and the checkpoint folders: the best checkpoint is the saved step with the highest val mean
+(the mean of the four per-category pass rates; the earliest step wins a tie). `evaluate_test` then runs
+verl's `val_only` pass on the 300 test tasks for the best and the last checkpoint
+(`resume_mode=resume_path`), each into its own folder under `<run>/test/`, which selection never reads:
+test numbers cannot influence the choice.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from seal.bfcl.tasks import CATEGORIES, SPLITS, category_of, split_ids
+from seal.dataset import DATA_DIR
+
+CHECKPOINT_PREFIX = "global_step_"
+TEST_FILE = DATA_DIR / "bfcl_test.parquet"
+REPORT_NAME = "test_report.json"
+
+
+@dataclass(frozen=True)
+class SplitScore:
+    """Pass rates of one evaluation pass (one step's dump): per category, and their mean (the paper's Avg)."""
+
+    step: int
+    n: int
+    by_category: dict[str, float]
+    mean: float
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which checkpoints to report, and the val means they were chosen from (step -> mean)."""
+
+    best_step: int
+    last_step: int
+    val_mean: dict[int, float]
+
+
+def score_rows(rows: Iterable[Mapping[str, Any]], step: int) -> SplitScore:
+    """Pass rate per category (reward 1.0 is a pass) and their unweighted mean, over verl dump rows.
+
+    A row's task id is its `task_id` field, else verl's `gts` (the dataset's ground truth is the task id);
+    its category is its `category` field, else the task id's prefix.
+    """
+    outcomes: dict[str, list[float]] = {}
+    for row in rows:
+        task_id = row.get("task_id") or row.get("gts")
+        category = row.get("category") or (category_of(task_id) if isinstance(task_id, str) else None)
+        score = row.get("score")
+        if category is None or isinstance(score, bool) or not isinstance(score, int | float):
+            raise ValueError(
+                f"step {step}: a dump row without task id/category or numeric score: {row!r:.200}"
+            )
+        outcomes.setdefault(category, []).append(1.0 if score >= 1.0 else 0.0)
+    if not outcomes:
+        raise ValueError(f"step {step}: no validation rows")
+    by_category = {
+        c: sum(v) / len(v) for c, v in sorted(outcomes.items(), key=lambda kv: _category_order(kv[0]))
+    }
+    return SplitScore(
+        step, sum(map(len, outcomes.values())), by_category, sum(by_category.values()) / len(by_category)
+    )
+
+
+@cache
+def _split_by_task() -> dict[str, str]:
+    return {task_id: split for split in SPLITS for task_id in split_ids(split)}
+
+
+def split_of(task_id: object) -> str:
+    """`train`, `val` or `test` for a task id of the split; "" for anything else."""
+    return _split_by_task().get(task_id, "") if isinstance(task_id, str) else ""
+
+
+def read_dump(path: Path) -> SplitScore:
+    """Score one `{step}.jsonl` dump written by verl's `_validate`."""
+    step = int(path.stem)
+    with path.open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    return score_rows(rows, step)
+
+
+def validation_history(validation_dir: Path) -> dict[int, SplitScore]:
+    """Every step's val score in `validation_dir` ({step}.jsonl files), by step."""
+    dumps = sorted(
+        Path(validation_dir).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1
+    )
+    return {score.step: score for score in (read_dump(p) for p in dumps if p.stem.isdigit())}
+
+
+def checkpoint_steps(checkpoint_dir: Path) -> list[int]:
+    """Steps that have a `global_step_N` folder in verl's checkpoint layout, ascending."""
+    steps = []
+    for folder in Path(checkpoint_dir).glob(f"{CHECKPOINT_PREFIX}*"):
+        suffix = folder.name.removeprefix(CHECKPOINT_PREFIX)
+        if folder.is_dir() and suffix.isdigit():
+            steps.append(int(suffix))
+    return sorted(steps)
+
+
+def select_checkpoints(validation_dir: Path, checkpoint_dir: Path) -> Selection:
+    """Best saved checkpoint by val mean (earliest on a tie) and the last saved one. Reads val only."""
+    history = validation_history(validation_dir)
+    saved = checkpoint_steps(checkpoint_dir)
+    if not saved:
+        raise ValueError(f"no {CHECKPOINT_PREFIX}N folder in {checkpoint_dir}")
+    candidates = [step for step in saved if step in history]
+    if not candidates:
+        raise ValueError(
+            f"no saved checkpoint has a val result in {validation_dir} (set trainer.save_freq to a multiple "
+            "of trainer.test_freq)"
+        )
+    best = max(candidates, key=lambda step: (history[step].mean, -step))
+    return Selection(best, saved[-1], {step: history[step].mean for step in candidates})
+
+
+def test_config(
+    config: DictConfig, checkpoint: Path, out_dir: Path, test_files: Path = TEST_FILE
+) -> DictConfig:
+    """The config of verl's val_only pass of `checkpoint` on the test split, dumping into `out_dir`.
+
+    Ω is left alone (test episodes run in eval mode and a training run may still use the service) and
+    only the console logger is used, so the training run's curves are not mixed with test numbers.
+    """
+    test = copy.deepcopy(config)
+    test.data.val_files = [str(test_files)]
+    trainer = test.trainer
+    trainer.val_only = True
+    trainer.val_before_train = True
+    trainer.resume_mode = "resume_path"
+    trainer.resume_from_path = str(checkpoint)
+    trainer.validation_data_dir = str(out_dir)
+    trainer.logger = ["console"]
+    test.seal.interface.adapt = False
+    return test
+
+
+def evaluate_test(
+    config: DictConfig,
+    run: Callable[[DictConfig], None] | None = None,
+    test_files: Path = TEST_FILE,
+) -> dict[str, Any]:
+    """Select on val, evaluate the best-val and the last checkpoint on test, write and return the report.
+
+    `config` is the training run's composed config; `run` executes one config (default: `train`).
+    The report lands in `{checkpoints}/../test_report.json` and each pass's dump in `test/global_step_N/`.
+    """
+    if run is None:
+        from seal.trainer.experiment import train
+
+        run = train
+    checkpoint_dir = Path(config.trainer.default_local_dir)
+    run_dir = checkpoint_dir.parent
+    selection = select_checkpoints(Path(config.trainer.validation_data_dir), checkpoint_dir)
+    scores: dict[int, SplitScore] = {}
+    for step in sorted({selection.best_step, selection.last_step}):
+        out_dir = run_dir / "test" / f"{CHECKPOINT_PREFIX}{step}"
+        run(test_config(config, checkpoint_dir / f"{CHECKPOINT_PREFIX}{step}", out_dir, test_files))
+        scores[step] = read_dump(out_dir / f"{step}.jsonl")
+    report = {
+        "selection": {
+            "rule": "best val mean over saved checkpoints (earliest on a tie)",
+            "best_step": selection.best_step,
+            "last_step": selection.last_step,
+            "val_mean": {str(step): mean for step, mean in selection.val_mean.items()},
+        },
+        "test": {
+            "best": asdict(scores[selection.best_step]),
+            "last": asdict(scores[selection.last_step]),
+        },
+    }
+    (run_dir / REPORT_NAME).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def _category_order(category: str) -> tuple[int, str]:
+    return (CATEGORIES.index(category) if category in CATEGORIES else len(CATEGORIES), category)

@@ -1,0 +1,103 @@
+"""Shared pieces of the agent-loop tests: a tiny ChatML model folder, a composed verl config with a
+`seal.rollout` node, dataset-like rows, and the conversation the environment holds for a script (to
+check the token stream against)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import verl
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from seal.bfcl.tasks import get_task
+from seal.dataset import EVAL_AGENT, TRAIN_AGENT
+from seal.env.client import InProcessEnvClient, open_episode
+from seal.env.episode import Episode
+from seal.protocol.ground_truth import ground_truth_actions
+from seal.trainer.agent_loop import agent_loop_config_path
+from seal.trainer.rollout_settings import RolloutSettings
+from seal.trainer.testing import build_chatml_model_folder
+
+TASKS = (
+    "multi_turn_base_0",
+    "multi_turn_miss_func_1",
+    "multi_turn_miss_param_2",
+    "multi_turn_long_context_3",
+)
+MODES_BY_AGENT = {TRAIN_AGENT: "train", EVAL_AGENT: "eval"}
+PROMPT_LENGTH = 8192
+RESPONSE_LENGTH = 2048
+
+
+def model_folder(folder: Path, tasks: Sequence[str] = TASKS, model_type: str = "qwen2") -> Path:
+    """The tokenizer is trained on the texts the tests send, so prompts stay a few thousand tokens."""
+    corpus: list[str] = []
+    for task_id in tasks:
+        for mode in ("train", "eval"):
+            corpus += [message["content"] for message in Episode(task_id, mode=mode).reset()]
+        corpus += ground_truth_actions(task_id)
+    return build_chatml_model_folder(folder, corpus, model_type=model_type)
+
+
+def trainer_config(
+    folder: Path,
+    response_length: int = RESPONSE_LENGTH,
+    overrides: Sequence[str] = (),
+    **rollout: Any,
+) -> DictConfig:
+    """verl's ppo_trainer composed with the model folder and SEAL's loops, plus `seal.rollout`."""
+    config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
+    with initialize_config_dir(config_dir=config_dir, version_base=None):
+        config = compose(
+            "ppo_trainer",
+            overrides=[
+                f"actor_rollout_ref.model.path={folder}",
+                "actor_rollout_ref.rollout.name=vllm",
+                f"data.max_prompt_length={PROMPT_LENGTH}",
+                f"data.max_response_length={response_length}",
+                f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_loop_config_path()}",
+                *overrides,
+            ],
+        )
+    with open_dict(config):
+        config.seal = {"rollout": OmegaConf.structured(RolloutSettings(**rollout))}
+    return config
+
+
+def row(task_id: str, agent: str, index: int) -> dict[str, Any]:
+    """A row as seal/dataset.py writes it (the prompt is the raw eval prompt)."""
+    task = get_task(task_id)
+    return {
+        "raw_prompt": Episode(task, mode="eval").reset(),
+        "agent_name": agent,
+        "extra_info": {"task_id": task_id, "category": task.category, "split": "train", "index": index},
+        "index": index,
+        "data_source": task.category,
+    }
+
+
+def non_tensor_batch(rows: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+    columns = {}
+    for key in rows[0]:
+        column = np.empty(len(rows), dtype=object)
+        column[:] = [r[key] for r in rows]
+        columns[key] = column
+    return columns
+
+
+async def conversation(task_id: str, mode: str, actions: Sequence[str]) -> list[list[dict[str, str]]]:
+    """Opening messages, then per action the environment's answer: what the tokens must render."""
+    client = InProcessEnvClient()
+    turns: list[list[dict[str, str]]] = []
+    async with open_episode(client, task_id, mode) as episode:
+        turns.append(episode.messages)
+        for action in actions:
+            stepped = await episode.step(action)
+            turns.append(stepped["observation"])
+            if stepped["done"]:
+                break
+    return turns

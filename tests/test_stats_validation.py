@@ -1,0 +1,175 @@
+"""scripts/stats_validation_bfcl.py on a run folder laid out as the trainer and the launcher write it."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
+from seal.trainer.closed_loop import ClosedLoop
+from seal.trainer.settings import SealSettings
+from seal.trainer.trajectory import TrajectoryFields
+from seal.trainer.val_test import REPORT_NAME
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "stats_validation_bfcl.py"
+SHORT = ("base", "miss_func", "miss_param", "long_context")
+
+# Passing tasks per category (base, miss_func, miss_param, long_context) in each dump.
+VAL_PASSES = {0: (5, 2, 3, 1), 10: (10, 5, 6, 4), 20: (8, 5, 6, 4)}  # of 25 per category
+TEST_PASSES = {10: (30, 15, 18, 12), 20: (24, 15, 21, 12)}  # of 75 per category
+# Labels of the training batches: step -> {label: turns}; step 2 is logged twice (a resumed run).
+BATCHES = {
+    1: {"pass": 30, "state_mismatch": 10, "checker_error": 4},
+    2: {"pass": 35, "state_mismatch": 5},
+    3: {"pass": 20, "state_mismatch": 10, "instance_mismatch": 10},
+}
+
+
+def trajectory(task_id: str, reward: float, labels: list[str]) -> TrajectoryFields:
+    return TrajectoryFields(
+        task_id=task_id,
+        category=category_of(task_id),
+        mode="eval",
+        labels=labels,
+        taxonomy="reference",
+        interface_version=0,
+        reward=reward,
+        llm_calls=3,
+        truncated=False,
+        env_error="",
+        env_seconds=0.1,
+        gen_seconds=0.5,
+        actions=["Done."],
+        protocol="qwen_fc",
+    )
+
+
+def write_dump(path: Path, split: str, step: int, passes: tuple[int, ...]) -> None:
+    """Rows as verl's `_write_generations` writes them: input, output, gts, score, step, reward_extra_info."""
+    rows = []
+    for category, n_pass in zip(CATEGORIES, passes, strict=True):
+        ids = [task for task in split_ids(split) if category_of(task) == category]
+        for index, task_id in enumerate(ids):
+            reward = 1.0 if index < n_pass else 0.0
+            fields = trajectory(task_id, reward, ["pass"] if reward else ["state_mismatch"])
+            rows.append(
+                {
+                    "input": "system ... user ...",
+                    "output": "<tool_call>...</tool_call>",
+                    "gts": task_id,
+                    "score": reward,
+                    "step": step,
+                    **fields.reward_extra_info(),
+                    "uid": f"{task_id}_0_0",
+                }
+            )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def write_steps(run: Path) -> None:
+    """`seal_steps.jsonl` as SealPPOTrainer appends it: {"step", **ClosedLoop.to_json()} per step."""
+    loop = ClosedLoop(SealSettings())
+    lines = []
+    for step, counts in BATCHES.items():
+        batch = [
+            trajectory("multi_turn_base_0", 1.0 if label == "pass" else 0.0, [label] * n)
+            for label, n in counts.items()
+        ]
+        loop.step(batch, [0.0] * len(batch), step, epoch=0)
+        lines.append({"step": step, **loop.to_json()})
+        if step == 2:
+            lines.append({"step": step, **loop.to_json()})
+    (run / "seal_steps.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    run = tmp_path_factory.mktemp("experiments") / "SEAL"
+    for step, passes in VAL_PASSES.items():
+        write_dump(run / "validation" / f"{step}.jsonl", "val", step, passes)
+    for step, passes in TEST_PASSES.items():
+        write_dump(run / "test" / f"global_step_{step}" / f"{step}.jsonl", "test", step, passes)
+    report = {"selection": {"best_step": 10, "last_step": 20, "val_mean": {}}, "test": {}}
+    (run / REPORT_NAME).write_text(json.dumps(report))
+    write_steps(run)
+    return run
+
+
+def stats(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
+
+
+def expected_row(split: str, step: int, checkpoint: str, passes: tuple[int, ...], per: int) -> list[str]:
+    rates = [100 * p / per for p in passes]
+    return [split, str(step), checkpoint, *(f"{r:.2f}" for r in rates), f"{sum(rates) / 4:.2f}", str(4 * per)]
+
+
+@pytest.fixture(scope="module")
+def result(run: Path, tmp_path_factory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("stats")
+    return stats("--run", str(run), "--out", str(out)), out
+
+
+def test_prints_val_per_step_and_test_for_best_and_last_with_the_mean_as_avg(result):
+    done, _ = result
+    assert done.returncode == 0, done.stderr
+    table = [line.split() for line in done.stdout.splitlines()]
+    header = ["split", "step", "checkpoint", *SHORT, "Avg", "n"]
+    assert header in table
+    val_rows = [row for row in table if row and row[0] == "val"]
+    assert val_rows == [
+        [cell for cell in expected_row("val", step, "", passes, 25) if cell]
+        for step, passes in VAL_PASSES.items()
+    ]
+    test_rows = [row for row in table if row and row[0] == "test"]
+    assert test_rows == [
+        expected_row("test", 10, "best", TEST_PASSES[10], 75),
+        expected_row("test", 20, "last", TEST_PASSES[20], 75),
+    ]
+    # val Avg: step 0 11%, step 10 25%, step 20 23%: step 10 is the best.
+    assert "best val: step 10 (Avg 25.00)" in done.stdout
+
+
+def test_writes_the_csv_and_two_valid_pngs(result):
+    done, out = result
+    assert done.returncode == 0, done.stderr
+    with (out / "pass_rates.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["split"], r["step"], r["checkpoint"]) for r in rows] == [
+        ("val", "0", ""),
+        ("val", "10", ""),
+        ("val", "20", ""),
+        ("test", "10", "best"),
+        ("test", "20", "last"),
+    ]
+    assert float(rows[4]["miss_param"]) == pytest.approx(100 * 21 / 75, abs=0.01)
+    assert float(rows[3]["Avg"]) == pytest.approx(100 * (30 + 15 + 18 + 12) / 300, abs=0.01)
+    for name in ("val_curves.png", "label_shares.png"):
+        with Image.open(out / name) as image:
+            image.verify()
+            assert image.format == "PNG" and image.size[0] > 300 and image.size[1] > 200
+
+
+def test_label_shares_are_each_batch_s_turns_without_judge_failures(result):
+    _, out = result
+    with (out / "label_shares.csv").open() as handle:
+        shares = {
+            int(row.pop("step")): {k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)
+        }
+    assert set(shares) == {1, 2, 3}
+    assert shares[1] == {"instance_mismatch": 0.0, "pass": 0.75, "state_mismatch": 0.25}
+    assert shares[2] == {"instance_mismatch": 0.0, "pass": 0.875, "state_mismatch": 0.125}
+    assert shares[3] == {"instance_mismatch": 0.25, "pass": 0.5, "state_mismatch": 0.25}
+
+
+def test_a_folder_without_validation_dumps_is_one_line_and_exit_1(tmp_path):
+    done = stats("--run", str(tmp_path / "nothing"))
+    assert done.returncode == 1
+    assert len(done.stderr.strip().splitlines()) == 1 and "validation" in done.stderr

@@ -1,0 +1,222 @@
+"""SealPPOTrainer._compute_advantage on real TransferQueue (local Ray, one storage unit) against a live
+environment service: verl's GRPO times the A-Patch weights, env_error rows untouched, `seal/` metrics,
+C_t sent to the service (Evolve); with vanilla_grpo verl's advantages bit for bit and nothing sent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import ray
+import torch
+import transfer_queue as tq
+from omegaconf import OmegaConf
+from transfer_queue import KVBatchMeta
+from verl.trainer.ppo.v1 import PPOTrainerSync
+from verl.utils.tensordict_utils import list_of_dict_to_tensordict
+
+from seal.tocf.apatch import static_weight
+from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
+from seal.trainer.trainer import SealPPOTrainer
+from seal.trainer.trajectory import TrajectoryFields
+from tests.service_thread import served_interface, service_in_thread
+
+N = 4  # rollouts per prompt in the fixture batch
+GROUPS = [
+    # (category, [(labels, reward, env_error), ...]) — one GRPO group per prompt
+    (
+        "multi_turn_base",
+        [
+            (["pass", "pass"], 1.0, ""),
+            (["spurious_tool_call", "pass"], 0.0, ""),
+            (["instance_mismatch", "instance_mismatch"], 0.0, ""),
+            ([], 0.0, "connection refused after 3 retries"),
+        ],
+    ),
+    (
+        "multi_turn_miss_func",
+        [
+            (["correct_abstention", "empty_turn_model_response", "spurious_tool_call"], 0.0, ""),
+            (["spurious_tool_call", "spurious_tool_call"], 0.0, ""),
+            (["pass", "gt_error"], 1.0, ""),
+            (["pass", "correct_abstention", "pass"], 1.0, ""),
+        ],
+    ),
+]
+HAND_WEIGHTS = [
+    1.0,  # pass, pass
+    (2.0 + 1.0) / 2,  # spurious 2.0, pass 1.0
+    0.6,  # instance_mismatch 0.6
+    1.0,  # env_error: untouched
+    (1.8 + 1.5 + 2.0) / 3,  # correct_abstention 1.8, empty_turn 1.5, spurious 2.0: 1.767 in [0.5, 1.9]
+    1.9,  # spurious 2.0, clipped to w_max 1.9
+    1.0,  # pass (gt_error is excluded)
+    (1.0 + 1.8 + 1.0) / 3,  # pass, correct_abstention, pass
+]
+"""Static A-Patch weights of the fixture batch, by hand from Table 6 (w_max 1.9 to show the clip)."""
+
+
+@pytest.fixture(scope="module")
+def transfer_queue() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
+    yield
+    tq.close()
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[str]:
+    with service_in_thread() as url:
+        yield url
+
+
+def trajectory(category: str, labels: list[str], reward: float, env_error: str, i: int) -> dict[str, Any]:
+    fields = TrajectoryFields(
+        task_id=f"{category}_{i}",
+        category=category,
+        mode="train",
+        labels=labels,
+        taxonomy="reference",
+        interface_version=0,
+        reward=reward,
+        llm_calls=3,
+        truncated=False,
+        env_error=env_error,
+        env_seconds=0.25 + i,
+        gen_seconds=1.5,
+        actions=["hello"],
+        protocol="qwen_fc",
+    )
+    return fields.extra_fields()
+
+
+def put_batch(partition: str) -> KVBatchMeta:
+    """The fixture batch in the layout AgentLoopWorkerTQ writes: keys {uid}_{session}_{index}."""
+    keys, rows = [], []
+    for g, (category, members) in enumerate(GROUPS):
+        for s, (labels, reward, env_error) in enumerate(members):
+            length = 3 + s + g
+            rm_scores = torch.zeros(length)
+            rm_scores[-1] = reward
+            keys.append(f"uid{g}_{s}_0")
+            rows.append(
+                {
+                    "uid": f"uid{g}",
+                    "response_mask": torch.ones(length, dtype=torch.int64),
+                    "rm_scores": rm_scores,
+                    "extra_fields": trajectory(category, labels, reward, env_error, s),
+                }
+            )
+    return tq.kv_batch_put(keys=keys, partition_id=partition, fields=list_of_dict_to_tensordict(rows))
+
+
+def advantages(batch: KVBatchMeta) -> list[torch.Tensor]:
+    data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["advantages"])
+    return list(data["advantages"].unbind())
+
+
+def trainer_for(experiment: str, url: str, tmp_path, *overrides: str) -> SealPPOTrainer:
+    config = compose_experiment(
+        PROJECT_ROOT / "exp" / f"{experiment}.yaml",
+        [
+            f"actor_rollout_ref.rollout.n={N}",
+            f"seal.rollout.env_url={url}",
+            f"trainer.default_local_dir={tmp_path / 'checkpoints'}",
+            *overrides,
+        ],
+    )
+    trainer = object.__new__(SealPPOTrainer)
+    trainer.config = config
+    trainer.global_steps = 1
+    trainer.steps_per_epoch = 12
+    trainer.init_seal()
+    return trainer
+
+
+def verl_grpo(trainer: SealPPOTrainer, partition: str) -> list[torch.Tensor]:
+    """verl's own `_compute_advantage` on an identical copy of the batch."""
+    batch = put_batch(partition)
+    PPOTrainerSync._compute_advantage(trainer, batch, {})
+    return advantages(batch)
+
+
+def run_step(trainer: SealPPOTrainer, partition: str) -> tuple[list[torch.Tensor], dict[str, float]]:
+    metrics: dict[str, float] = {}
+    batch = trainer._compute_advantage(put_batch(partition), metrics)
+    return advantages(batch), metrics
+
+
+def test_static_apatch_is_verl_grpo_times_the_hand_computed_weights(transfer_queue, service, tmp_path):
+    trainer = trainer_for("ablation_static_weights", service, tmp_path, "seal.apatch.w_max=1.9")
+    reference = verl_grpo(trainer, "static_ref")
+    assert any(row.abs().sum() > 0 for row in reference)
+    scaled, metrics = run_step(trainer, "static")
+    for row, ref, weight in zip(scaled, reference, HAND_WEIGHTS, strict=True):
+        torch.testing.assert_close(row, ref * weight)
+    assert torch.equal(scaled[3], reference[3])  # the env_error row, untouched
+    assert metrics["seal/apatch/scale_max"] == pytest.approx(1.9)
+    assert metrics["seal/apatch/scale_min"] == pytest.approx(0.6)
+    assert metrics["seal/apatch/scale_mean"] == pytest.approx(sum(HAND_WEIGHTS) / len(HAND_WEIGHTS))
+
+
+def test_seal_dynamic_step_scales_sends_c_t_and_logs_seal_metrics(transfer_queue, service, tmp_path):
+    before = served_interface(service)["version"]
+    trainer = trainer_for("SEAL", service, tmp_path)
+    reference = verl_grpo(trainer, "seal_ref")
+    scaled, metrics = run_step(trainer, "seal")
+
+    rho = trainer.closed_loop.apatch.rho
+    assert rho != dict(trainer.closed_loop.apatch_config.rho)  # the closed-loop update moved ρ
+    members = [member for _, group in GROUPS for member in group]
+    for row, ref, (labels, _, env_error) in zip(scaled, reference, members, strict=True):
+        weight = 1.0 if env_error else static_weight(labels, rho, 0.5, 2.0)
+        torch.testing.assert_close(row, ref * weight)
+    assert torch.equal(scaled[3], reference[3])
+
+    profile = trainer.closed_loop.profile
+    assert profile.trajectories("total") == 7  # the env_error trajectory is left out of C_t
+    assert profile.count("instance_mismatch") == 2
+    served = served_interface(service)
+    assert served["version"] == before + 1
+    assert served["profile"] == profile.to_json()
+
+    assert metrics["seal/interface/version"] == before + 1
+    assert "seal/interface/active_cues" in metrics
+    assert metrics["seal/pass_rate/multi_turn_base"] == pytest.approx(1 / 4)
+    assert metrics["seal/pass_rate/multi_turn_miss_func"] == pytest.approx(2 / 4)
+    assert metrics["seal/pass_rate/mean"] == pytest.approx(3 / 8)
+    # 16 label occurrences outside the env_error row; gt_error (the judge's failure) is not a share
+    assert metrics["seal/label_share/spurious_tool_call"] == pytest.approx(4 / 15)
+    assert metrics["seal/label_share/gt_error"] == 0.0
+    assert metrics["seal/rho/spurious_tool_call"] == pytest.approx(rho["spurious_tool_call"])
+    assert metrics["seal/env_error_count"] == 1.0
+    assert metrics["seal/env_seconds/mean"] == pytest.approx((0.25 * 8 + 2 * (0 + 1 + 2 + 3)) / 8)
+    assert metrics["seal/gen_seconds/mean"] == pytest.approx(1.5)
+    for key in ("scale_mean", "scale_min", "scale_max"):
+        assert f"seal/apatch/{key}" in metrics
+    steps = (tmp_path / "seal_steps.jsonl").read_text().splitlines()
+    assert len(steps) == 1
+
+
+def test_vanilla_grpo_is_bit_identical_to_verl_and_sends_nothing(transfer_queue, service, tmp_path):
+    before = served_interface(service)
+    trainer = trainer_for("vanilla_grpo", service, tmp_path)
+    reference = verl_grpo(trainer, "vanilla_ref")
+    plain, metrics = run_step(trainer, "vanilla")
+    for row, ref in zip(plain, reference, strict=True):
+        assert torch.equal(row, ref)
+    assert served_interface(service) == before
+    assert "seal/interface/version" not in metrics
+    assert metrics["seal/apatch/scale_mean"] == 1.0
+    assert trainer.closed_loop.profile.trajectories("total") == 7  # C_t is still kept, for the curves
+
+
+def test_a_dead_service_does_not_abort_the_step(transfer_queue, tmp_path):
+    with service_in_thread() as url:
+        pass  # the port is closed again: nothing answers there
+    trainer = trainer_for("SEAL", url, tmp_path, "seal.rollout.env_retries=0", "seal.rollout.env_timeout_s=2")
+    scaled, metrics = run_step(trainer, "dead")
+    assert metrics["seal/interface/evolve_failed"] == 1.0
+    assert len(scaled) == 8
