@@ -210,7 +210,7 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     )
     async def put_profile(request: Request) -> JSONResponse:
         body = parse_body(ProfileUpdate, await request.body())
-        return FastJSONResponse(store.update_profile(body.profile.model_dump()))
+        return FastJSONResponse(store.update_profile(body.profile.model_dump(), body.version))
 
     @app.get(
         "/metrics",

@@ -69,6 +69,11 @@ class ProfileJson(BaseModel):
 class ProfileUpdate(BaseModel):
     model_config = _CLOSED
     profile: ProfileJson
+    version: Count | None = Field(
+        default=None,
+        description="number the new Ω explicitly (a resumed run restoring its saved Ω); "
+        "unset: the current version + 1",
+    )
 
 
 class Error(BaseModel):

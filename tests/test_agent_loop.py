@@ -4,7 +4,6 @@ tiny ChatML tokenizer, against the environment service over HTTP, with a scripte
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import time
 from collections.abc import Iterator
@@ -40,7 +39,11 @@ from tests.rollout_helpers import (
     row,
     trainer_config,
 )
-from tests.test_env_client import serve_in_thread
+from tests.script_module import load_script
+from tests.service_thread import service_in_thread
+
+check_masks = load_script("check_masks")
+mask_runs = check_masks.mask_runs
 
 LOGPROB = -0.25
 QUIET_SERVICE = ["--log-level", "warning"]
@@ -58,7 +61,7 @@ def tokenizer(folder: Path) -> Any:
 
 @pytest.fixture(scope="module")
 def service_url() -> Iterator[str]:
-    with serve_in_thread() as url:
+    with service_in_thread() as url:
         yield url
 
 
@@ -89,16 +92,6 @@ def fields(batch: DataProto, i: int) -> TrajectoryFields:
     return TrajectoryFields.from_extra_fields(
         {key: batch.non_tensor_batch[key][i] for key in TRAJECTORY_KEYS}
     )
-
-
-def mask_runs(ids: list[int], mask: list[int]) -> list[tuple[int, list[int]]]:
-    runs: list[tuple[int, list[int]]] = []
-    for token, bit in zip(ids, mask, strict=True):
-        if runs and runs[-1][0] == bit:
-            runs[-1][1].append(token)
-        else:
-            runs.append((bit, [token]))
-    return runs
 
 
 def ground_truth_batch() -> tuple[dict[tuple[str, str], list[Any]], list[dict]]:
@@ -203,7 +196,6 @@ async def test_trained_tokens_are_exactly_the_sampled_ones_and_the_rest_is_the_t
 async def test_traced_trajectories_pass_check_masks_and_a_flipped_mask_bit_fails_it(
     folder, tokenizer, service_url, tmp_path, capsys
 ):
-    check_masks = _load_script("check_masks")
     tasks = TASKS[:2]
     plans = {
         (task_id, mode): ground_truth_actions(task_id) for task_id in tasks for mode in ("train", "eval")
@@ -226,14 +218,6 @@ async def test_traced_trajectories_pass_check_masks_and_a_flipped_mask_bit_fails
     assert "FAIL 0:" in capsys.readouterr().err
 
 
-def _load_script(name: str) -> Any:
-    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 async def test_eval_rows_open_with_the_raw_prompt_and_train_rows_with_the_interface(
     ground_truth_run, tokenizer
 ):
@@ -253,7 +237,7 @@ async def test_train_episodes_record_the_interface_version_they_ran_under(folder
     task_id = "multi_turn_base_0"
     plans = {(task_id, mode): ground_truth_actions(task_id) for mode in ("train", "eval")}
     rows = [row(task_id, TRAIN_AGENT, 0), row(task_id, EVAL_AGENT, 1)]
-    with serve_in_thread() as url:
+    with service_in_thread() as url:
         async with HttpEnvClient(url) as client:
             before = (await client.get_interface())["version"]
             profile = {"version": 1, "window": {"trajectories": 1}, "total": {"trajectories": 1}}

@@ -33,7 +33,7 @@ from tests.rollout_helpers import (
     row,
     trainer_config,
 )
-from tests.test_env_client import serve_in_thread
+from tests.service_thread import service_in_thread
 
 TIMINGS = ("env_seconds", "gen_seconds")
 FIELDS = ["extra_fields", "prompts", "responses", "response_mask", "rm_scores", "rollout_log_probs"]
@@ -87,7 +87,7 @@ def test_the_batch_lands_in_transfer_queue_as_the_legacy_worker_returns_it(trans
             plans[(task_id, mode)] = ground_truth_actions(task_id)
             rows.append(row(task_id, agent, len(rows)))
     server = ScriptedLLMServer(tokenizer, plans)
-    with serve_in_thread() as url:
+    with service_in_thread() as url:
         config = trainer_config(folder, env_url=url, overrides=["actor_rollout_ref.rollout.n=1"])
         legacy = asyncio.run(legacy_run(config, server, rows))
         uids = [uuid.uuid4().hex for _ in rows]

@@ -4,18 +4,14 @@ the HTTP client's pooling, retries, timeouts and recovery after the service dies
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import pickle
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
-from env_service.app import ServiceSettings, create_app
 from env_service.process import free_port, running_service
 from seal.bfcl.calls import ToolCall
 from seal.bfcl.ground_truth import ground_truth_calls
@@ -31,34 +27,15 @@ from seal.env.client import (
 from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol import get_protocol
 from seal.protocol.ground_truth import ground_truth_actions
+from tests.service_thread import service_in_thread
 
 TASK = "multi_turn_miss_func_0"
 QUIET_SERVICE = ["--log-level", "warning"]
 
 
-@contextlib.contextmanager
-def serve_in_thread(**options: Any) -> Iterator[str]:
-    """A real uvicorn on a free loopback port, in a thread of this process."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    app = create_app(ServiceSettings.from_options(**options))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
-
-
 @pytest.fixture(scope="module")
 def live_url() -> Iterator[str]:
-    with serve_in_thread(max_episodes=8) as url:
+    with service_in_thread(max_episodes=8) as url:
         yield url
 
 
@@ -124,7 +101,7 @@ async def test_http_and_in_process_give_identical_results_for_one_action_log(htt
 
 
 async def test_errors_are_the_same_typed_errors_with_the_same_reasons():
-    with serve_in_thread(max_episodes=2) as small_url:
+    with service_in_thread(max_episodes=2) as small_url:
         over_http = HttpEnvClient(small_url, timeout=30)
         clients: list[EnvClient] = [over_http, local(max_episodes=2)]
         seen = []
@@ -179,12 +156,29 @@ async def test_in_process_results_are_copies():
 
 
 async def test_put_profile_through_the_client_bumps_the_version():
-    with serve_in_thread() as url:
+    with service_in_thread() as url:
         async with HttpEnvClient(url) as client:
             profile = {"version": 1, "window": {"trajectories": 1}, "total": {"trajectories": 1}}
             omega = await client.put_profile(profile)
             assert omega["version"] == 1 == (await client.get_interface())["version"]
             assert (await client.create_episode(TASK, "train"))["interface_version"] == 1
+
+
+async def test_put_profile_with_a_version_restores_omega_at_that_version_on_both_clients():
+    profile = {"version": 1, "window": {"trajectories": 1}, "total": {"trajectories": 1}}
+    with service_in_thread() as url:
+        async with HttpEnvClient(url) as over_http:
+            for client in (over_http, local()):
+                omega = await client.put_profile(profile, version=3)
+                assert omega["version"] == 3 == (await client.get_interface())["version"]
+                assert omega["profile"]["total"]["trajectories"] == 1
+                assert (await client.create_episode(TASK, "train"))["interface_version"] == 3
+                for bad in (-1, True, "3"):
+                    with pytest.raises(EnvServiceError) as refused:
+                        await client.put_profile(profile, version=bad)
+                    assert refused.value.status == 422 and "version" in refused.value.reason
+                assert (await client.get_interface())["version"] == 3
+                assert (await client.put_profile(profile))["version"] == 4
 
 
 @pytest.mark.parametrize("client_kind", ["http", "in-process"])

@@ -364,6 +364,31 @@ async def test_malformed_profile_leaves_the_version_unchanged(api):
     assert (await api.get("/interface")).json()["version"] == 1
 
 
+async def test_put_profile_with_a_version_numbers_the_new_omega_and_the_next_evolve_continues(clock):
+    app = build_app(clock, interface_preset="full")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://env") as api:
+        plain = (await api.put("/interface/profile", json={"profile": pressing_profile()})).json()
+        restored = await api.put("/interface/profile", json={"profile": pressing_profile(), "version": 7})
+        assert restored.status_code == 200
+        omega = restored.json()
+        assert omega["version"] == 7 and omega["profile"] == pressing_profile()
+        assert omega["guidelines"] == plain["guidelines"] and omega["guidelines"]
+        assert (await api.get("/healthz")).json()["interface_version"] == 7
+        assert (await create(api, mode="train"))["interface_version"] == 7
+        following = await api.put("/interface/profile", json={"profile": pressing_profile()})
+        assert following.json()["version"] == 8
+        again = await api.put("/interface/profile", json={"profile": pressing_profile(), "version": 0})
+        assert again.json()["version"] == 0
+
+
+@pytest.mark.parametrize("version", [-1, "3", 2.5, True, [3]])
+async def test_a_bad_version_is_a_one_line_422_that_changes_nothing(api, version):
+    before = (await api.put("/interface/profile", json={"profile": pressing_profile()})).json()
+    response = await api.put("/interface/profile", json={"profile": pressing_profile(), "version": version})
+    assert_refused(response, 422, "version")
+    assert (await api.get("/interface")).json() == before
+
+
 # -- metrics, logs, OpenAPI, CLI -------------------------------------------------------------------
 async def test_metrics_count_requests_by_route_and_status_and_episodes_open(api):
     episode_id = (await create(api))["episode_id"]

@@ -1,19 +1,14 @@
 """The installed environment is consistent, and bfcl-eval declares only what its multi-turn parts import."""
 
-import importlib.util
 import subprocess
 import sys
 from importlib import metadata
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "slim_bfcl_eval.py"
+from tests.script_module import load_script
 
 
 def load_slim():
-    spec = importlib.util.spec_from_file_location("slim_bfcl_eval", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("slim_bfcl_eval")
 
 
 def test_pip_check_is_clean_and_the_stack_imports():

@@ -6,6 +6,7 @@ import copy
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -441,6 +442,15 @@ def test_reference_preset_evolves_statically() -> None:
         assert interface.version == step and interface.guidelines == () and interface.profile == profile
         assert interface.system_suffix() == OBSERVATION_NOTE
         assert interface.present([LS_DOC]) == REFERENCE.present([LS_DOC])
+
+
+def test_evolve_with_a_version_selects_as_usual_and_numbers_the_result_as_told() -> None:
+    profile = _hovering(300)
+    numbered = evolve(FULL, profile, version=7)
+    assert numbered == replace(evolve(FULL, profile), version=7)
+    assert evolve(numbered, profile).version == 8
+    with pytest.raises(ValueError, match="non-negative integer"):
+        evolve(FULL, profile, version=-1)
 
 
 def _hovering(state_count: int) -> dict:

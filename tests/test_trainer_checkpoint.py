@@ -1,6 +1,6 @@
 """SEAL state in verl's checkpoints: `_save_checkpoint` writes global_step_N/seal_state.json beside verl's
 files, `_load_checkpoint` (resume_mode auto and resume_path) restores C_t, ρ and Ω exactly and sends Ω's
-profile to the (restarted) environment service.
+profile and version to the (restarted) environment service, so Ω's versions continue across the resume.
 
 verl's own `_save_checkpoint`/`_load_checkpoint` run underneath; only the FSDP worker group, which needs
 GPUs, is replaced by `FolderWorkerGroup`, which saves and loads a file in the folder verl gives it.
@@ -84,9 +84,9 @@ def batch(step: int) -> list[TrajectoryFields]:
     return rows
 
 
-def train_steps(trainer: SealPPOTrainer, steps: int) -> None:
-    """SEAL's part of `steps` training steps: C_t, ρ and Evolve on the live service."""
-    for step in range(1, steps + 1):
+def train_steps(trainer: SealPPOTrainer, steps: int, first: int = 1) -> None:
+    """SEAL's part of training steps `first` to `steps`: C_t, ρ and Evolve on the live service."""
+    for step in range(first, steps + 1):
         trainer.global_steps = step
         trainer.closed_loop.step(batch(step), [1.0, -1.0, -1.0, 1.0], step, epoch=0)
         trainer._evolve(trainer.closed_loop.profile.to_json(), {})
@@ -127,16 +127,21 @@ def test_restore_round_trips_exactly_and_the_restarted_service_gets_the_profile(
         assert served_interface(url)["version"] == 0
         trainer._load_checkpoint()
         served = served_interface(url)
+        resumed_at = trainer.global_steps
+        restored = trainer.closed_loop
+        assert restored.to_json() == state
+        assert restored.profile.to_json() == state["profile"]
+        assert restored.apatch.rho == state["apatch"]["rho"]
+        train_steps(trainer, STEP + 1, first=STEP + 1)
+        evolved = served_interface(url)
 
-    assert trainer.global_steps == STEP
+    assert resumed_at == STEP
     assert trainer.actor_rollout_wg.loaded == [STEP]
-    restored = trainer.closed_loop
-    assert restored.to_json() == state
-    assert restored.profile.to_json() == state["profile"]
-    assert restored.apatch.rho == state["apatch"]["rho"]
-    assert restored.interface["version"] == state["interface"]["version"]
+    assert served["version"] == state["interface"]["version"] == STEP
     assert served["profile"] == state["interface"]["profile"]
     assert served["guidelines"] == state["interface"]["guidelines"]
+    assert evolved["version"] == restored.interface["version"] == STEP + 1
+    assert evolved["profile"] == restored.profile.to_json() != state["profile"]
 
 
 def test_a_resumed_step_continues_as_the_uninterrupted_run_would(tmp_path):

@@ -57,7 +57,7 @@ class EnvClient(Protocol):
 
     async def get_interface(self) -> dict[str, Any]: ...
 
-    async def put_profile(self, profile: dict[str, Any]) -> dict[str, Any]: ...
+    async def put_profile(self, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]: ...
 
     async def health(self) -> dict[str, Any]: ...
 
@@ -176,8 +176,9 @@ class HttpEnvClient:
     async def get_interface(self) -> dict[str, Any]:
         return await self._request("GET", "/interface")
 
-    async def put_profile(self, profile: dict[str, Any]) -> dict[str, Any]:
-        return await self._request("PUT", "/interface/profile", {"profile": profile})
+    async def put_profile(self, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
+        body = {"profile": profile} if version is None else {"profile": profile, "version": version}
+        return await self._request("PUT", "/interface/profile", body)
 
     async def health(self) -> dict[str, Any]:
         return await self._request("GET", "/healthz")
@@ -219,8 +220,8 @@ class InProcessEnvClient:
     async def get_interface(self) -> dict[str, Any]:
         return self._call(self.store.interface_json)
 
-    async def put_profile(self, profile: dict[str, Any]) -> dict[str, Any]:
-        return self._call(self.store.update_profile, profile)
+    async def put_profile(self, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
+        return self._call(self.store.update_profile, profile, version)
 
     async def health(self) -> dict[str, Any]:
         return self._call(self.store.health)

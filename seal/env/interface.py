@@ -393,16 +393,20 @@ def select_guidelines(
     return tuple(key for key in GUIDELINES if key in chosen)
 
 
-def evolve(current: Interface, profile: Mapping[str, Any]) -> Interface:
+def evolve(current: Interface, profile: Mapping[str, Any], version: int | None = None) -> Interface:
     """Evolve(Ω_t, C_t): the next version, with guidelines re-selected from the profile's window
-    (its total when the window holds no labels). With guidelines off it only records the profile."""
+    (its total when the window holds no labels). With guidelines off it only records the profile.
+
+    `version` numbers the result explicitly instead of `current.version + 1`: a resumed run restores
+    its saved Ω at the saved version, so the versions its episodes record continue without a gap."""
     parsed = FailureProfile.from_json(profile)
     recorded = parsed.to_json()
     guidelines: tuple[str, ...] = ()
     if current.config.guidelines:
         stats = parsed.window if any(parsed.window.labels.values()) else parsed.total
         guidelines = select_guidelines(pressures(stats), current.guidelines, current.config)
-    return replace(current, version=current.version + 1, guidelines=guidelines, profile=recorded)
+    number = current.version + 1 if version is None else version
+    return replace(current, version=number, guidelines=guidelines, profile=recorded)
 
 
 # -- φ_err diagnosis ---------------------------------------------------------------------------

@@ -287,13 +287,19 @@ class EpisodeStore:
             return entry
 
     # -- interface Ω ----------------------------------------------------------------------
-    def update_profile(self, profile: Mapping[str, Any]) -> dict[str, Any]:
-        """Evolve(Ω, C): episodes created afterwards use the new Ω, open ones keep theirs."""
+    def update_profile(self, profile: Mapping[str, Any], version: int | None = None) -> dict[str, Any]:
+        """Evolve(Ω, C): episodes created afterwards use the new Ω, open ones keep theirs.
+
+        The new Ω is numbered `version` when given (a resumed run restoring its saved Ω), else one
+        more than the current one.
+        """
         if not isinstance(profile, Mapping):
             raise BadRequest("profile must be a JSON object (the failure profile C_t)")
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+            raise BadRequest(f"version must be a non-negative integer, got {version!r}")
         with self._omega_lock:
             try:
-                evolved = evolve(self._interface, dict(profile))
+                evolved = evolve(self._interface, dict(profile), version)
             except (ValueError, TypeError) as exc:
                 raise BadRequest(f"malformed profile: {exc}") from None
             self._interface = evolved

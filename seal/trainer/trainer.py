@@ -151,17 +151,18 @@ class SealPPOTrainer(PPOTrainerSync):
         return Path(os.path.abspath(trainer.default_local_dir)) / f"global_step_{self.global_steps}"
 
     def _restore_interface(self) -> None:
-        """Send the saved Ω's profile to the service, so it evolves Ω from the same C_t again.
+        """Send the saved Ω's profile and version to the service, so it evolves Ω from the same C_t
+        into the saved version again and the versions episodes record continue across the resume.
 
-        The trainer keeps the saved Ω record (version, cues, profile) as it was. A service that was
-        restarted numbers its versions afresh and, lacking the saved run's previous cues, may resolve a
-        borderline guideline choice differently; that is logged, and the next Evolve realigns the two.
+        The trainer keeps the saved Ω record (version, cues, profile) as it was. A restarted service,
+        lacking the saved run's previous cues, may resolve a borderline guideline choice differently;
+        that is logged, and the next Evolve realigns the two.
         """
         saved = self.closed_loop.interface
         if saved is None or saved.get("profile") is None:
             return
         try:
-            served = _put_profile(self.seal_settings.rollout, saved["profile"])
+            served = _put_profile(self.seal_settings.rollout, saved["profile"], saved.get("version"))
         except EnvServiceError as exc:
             raise RuntimeError(f"cannot restore Ω on the environment service: {exc}") from exc
         if served.get("guidelines") != saved.get("guidelines"):
@@ -193,7 +194,7 @@ def load_seal_state(loop: ClosedLoop, folder: Path) -> None:
         raise RuntimeError(f"{path}: {exc}") from exc
 
 
-def _put_profile(rollout: Any, profile: dict[str, Any]) -> dict[str, Any]:
+def _put_profile(rollout: Any, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
     async def send() -> dict[str, Any]:
         async with HttpEnvClient(
             rollout.env_url,
@@ -201,6 +202,6 @@ def _put_profile(rollout: Any, profile: dict[str, Any]) -> dict[str, Any]:
             retries=rollout.env_retries,
             backoff=rollout.env_backoff_s,
         ) as client:
-            return await client.put_profile(profile)
+            return await client.put_profile(profile, version)
 
     return asyncio.run(send())

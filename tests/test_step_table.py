@@ -1,0 +1,63 @@
+"""scripts/step_table.py: the per-step table of a run and SEAL-vs-vanilla medians, from verl's metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.script_module import load_script
+
+step_table = load_script("step_table")
+
+
+def write_run(run: Path, launches: list[dict[int, dict[str, float]]]) -> Path:
+    """One metrics file per launch, as the launcher lays them out; validation-only lines have no step time."""
+    (run / "metrics").mkdir(parents=True)
+    for i, steps in enumerate(launches):
+        lines = [{"step": 0, "data": {"val-core/seal/pass_rate_mean": 0.0}}]
+        lines += [{"step": step, "data": data} for step, data in steps.items()]
+        (run / "metrics" / f"launch{i}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return run
+
+
+def step(total: float, gen: float, apatch: float, **extra: float) -> dict[str, float]:
+    return {"timing_s/step": total, "timing_s/gen": gen, "timing_s/seal_apatch": apatch, **extra}
+
+
+def test_a_resumed_step_replaces_the_first_record_and_labels_are_listed(tmp_path):
+    shares = {"seal/label_share/pass": 0.25, "seal/label_share/state_mismatch": 0.75}
+    run = write_run(
+        tmp_path / "seal",
+        [
+            {1: step(40, 10, 0.02, **shares)},
+            {1: step(50, 12, 0.03), 2: step(44, 11, 0.04, **shares, **{"seal/interface/version": 3.0})},
+        ],
+    )
+    table = step_table.step_table(step_table.read_steps(run))
+    assert list(table.index) == [1, 2]
+    assert table.loc[1, "step s"] == 50 and table.loc[2, "Ω version"] == 3.0
+    assert table.loc[1, "labels"] == ""  # the resumed launch's record of step 1 has no label shares
+    assert table.loc[2, "labels"] == "pass=0.25 state_mismatch=0.75"
+    assert table.loc[2, "gen"] == 11
+
+
+def test_two_runs_compare_medians_after_the_first_step(tmp_path, capsys):
+    seal = write_run(tmp_path / "seal", [{1: step(90, 30, 0.1), 2: step(40, 10, 0.2), 3: step(50, 12, 0.4)}])
+    vanilla = write_run(
+        tmp_path / "vanilla", [{1: step(80, 30, 0.1), 2: step(45, 10, 0.1), 3: step(45, 14, 0.1)}]
+    )
+    assert step_table.main([str(seal), str(vanilla)]) == 0
+    out = capsys.readouterr().out
+    medians = step_table.compare(
+        step_table.step_table(step_table.read_steps(seal)),
+        step_table.step_table(step_table.read_steps(vanilla)),
+        ("seal", "vanilla"),
+    )
+    assert medians.loc["step s", "seal"] == 45 and medians.loc["step s", "vanilla"] == 45
+    assert medians.loc["gen", "seal / vanilla"] == 11 / 12
+    assert "0.67% of a step" in out  # median seal_apatch 0.3 s of a 45 s median step
+
+
+def test_a_run_without_metrics_is_one_line_and_exit_1(tmp_path, capsys):
+    assert step_table.main([str(tmp_path)]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
