@@ -139,6 +139,13 @@ def plot_val_curves(val: Sequence[SplitScore], best: SplitScore, path: Path, tit
     ax.axvline(best.step, color="grey", linestyle=":", label=f"best val (step {best.step})")
     ax.set_xlabel("training step")
     ax.set_ylabel("val pass rate (%)")
+    _save(fig, ax, title, path)
+
+
+def _save(fig: Any, ax: Any, title: str, path: Path) -> None:
+    """Title, legend beside the axes, PNG written, figure closed."""
+    import matplotlib.pyplot as plt
+
     ax.set_title(title)
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     fig.tight_layout()
@@ -169,11 +176,7 @@ def plot_label_shares(shares: dict[int, dict[str, float]], path: Path, title: st
     ax.set_ylim(0, 1)
     ax.set_xlabel("training step")
     ax.set_ylabel("share of the batch's ground-truth turns")
-    ax.set_title(title)
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, ax, title, path)
 
 
 def report(run: Path, out: Path) -> list[dict[str, Any]]:
