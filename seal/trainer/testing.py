@@ -25,14 +25,9 @@ CHATML_TEMPLATE = (
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
-def build_chatml_model_folder(
-    folder: Path, corpus: Iterable[str], vocab_size: int = 4000, model_type: str = "qwen2"
-) -> Path:
-    """A byte-level BPE trained on `corpus`, a ChatML template and a weightless `config.json`.
-
-    verl's `HFModelConfig` needs the tokenizer and a config with one `architectures` entry, not weights.
-    """
-    folder.mkdir(parents=True, exist_ok=True)
+def chatml_tokenizer(corpus: Iterable[str], vocab_size: int = 4000) -> PreTrainedTokenizerFast:
+    """A byte-level BPE trained on `corpus` with ChatML's special tokens and template: any text
+    round-trips through it."""
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
@@ -47,6 +42,16 @@ def build_chatml_model_folder(
         tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>"
     )
     fast.chat_template = CHATML_TEMPLATE
+    return fast
+
+
+def build_chatml_model_folder(
+    folder: Path, corpus: Iterable[str], vocab_size: int = 4000, model_type: str = "qwen2"
+) -> Path:
+    """`chatml_tokenizer` and a weightless `config.json`: verl's `HFModelConfig` needs the tokenizer
+    and a config with one `architectures` entry, not weights."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fast = chatml_tokenizer(corpus, vocab_size)
     fast.save_pretrained(folder)
     architecture = {"qwen2": "Qwen2ForCausalLM", "llama": "LlamaForCausalLM"}[model_type]
     config = {
