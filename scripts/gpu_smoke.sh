@@ -5,21 +5,24 @@
 # exp/smoke_gpu_vanilla.yaml): validation on 8 val tasks, 3 training steps, validation again, a checkpoint every
 # step; then prints the per-step table (scripts/step_table.py). A second call with
 # `trainer.total_training_steps=4 trainer.val_before_train=false` resumes from the last checkpoint.
+# With N_GPUS > 1 the run is named e.g. smoke_gpu_2gpu, so it never resumes a checkpoint of another GPU count.
 set -uo pipefail
 model=${1:?usage: gpu_smoke.sh MODEL_DIR [seal|vanilla] [N_GPUS] [overrides ...]}
 kind=${2:-seal}
 gpus=${3:-1}
 shift $(( $# < 3 ? $# : 3 ))
 case "$kind" in
-  seal) name=smoke_gpu ;;
-  vanilla) name=smoke_gpu_vanilla ;;
+  seal) conf=smoke_gpu ;;
+  vanilla) conf=smoke_gpu_vanilla ;;
   *) echo "gpu_smoke.sh: the run is seal or vanilla, not '$kind'" >&2; exit 2 ;;
 esac
+name=$conf
+[ "$gpus" -gt 1 ] && name=${conf}_${gpus}gpu
 # NVLink multicast stays off in every process (Ray's workers inherit these from the driver).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
 cd "$(dirname "$0")/.."
-"${PYTHON:-python3}" launcher.py --conf "exp/$name.yaml" --with-bfcl -- \
-  actor_rollout_ref.model.path="$model" trainer.n_gpus_per_node="$gpus" "$@"
+"${PYTHON:-python3}" launcher.py --conf "exp/$conf.yaml" --with-bfcl -- \
+  actor_rollout_ref.model.path="$model" trainer.n_gpus_per_node="$gpus" trainer.experiment_name="$name" "$@"
 status=$?
 "${PYTHON:-python3}" scripts/step_table.py "experiments/$name"
 exit $status

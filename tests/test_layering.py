@@ -97,3 +97,12 @@ def test_nothing_below_the_trainer_imports_the_training_stack(heavy: str):
     below = [path for path in modules_under("seal") if trainer not in path.parents]
     below += modules_under("env_service")
     assert violations(below, lambda _, name: within(name, heavy)) == []
+
+
+def test_the_smoke_model_builder_needs_no_training_stack():
+    """`make_smoke_model.py` runs on a GPU node before verl and Ray are installed there."""
+    script = ROOT / "scripts" / "make_smoke_model.py"
+    from_seal = {name for name in imported_modules(script) if within(name, "seal")}
+    assert from_seal and all(within(name, "seal.trainer.chatml") for name in from_seal), from_seal
+    chatml = ROOT / "seal" / "trainer" / "chatml.py"
+    assert violations([chatml], lambda _, name: within(name, "verl") or within(name, "ray")) == []

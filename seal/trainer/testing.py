@@ -1,5 +1,5 @@
-"""Rollout doubles for CPU tests and the agent-loop benchmark: a tiny ChatML tokenizer and a scripted
-`LLMServerClient` that answers token in, token out, with no model and no latency.
+"""Rollout doubles for CPU tests and the agent-loop benchmark: a model folder verl can load without
+weights, and a scripted `LLMServerClient` that answers token in, token out, with no model and no latency.
 
 Nothing here downloads anything: the tokenizer is trained in-process on the texts it will see.
 """
@@ -12,37 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import PreTrainedTokenizerFast
 from verl.workers.rollout.replica import TokenOutput
 
 from seal.trainer.agent_loop import request_task
-
-CHATML_TEMPLATE = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-
-
-def chatml_tokenizer(corpus: Iterable[str], vocab_size: int = 4000) -> PreTrainedTokenizerFast:
-    """A byte-level BPE trained on `corpus` with ChatML's special tokens and template: any text
-    round-trips through it."""
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(corpus, trainer)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>"
-    )
-    fast.chat_template = CHATML_TEMPLATE
-    return fast
+from seal.trainer.chatml import chatml_tokenizer
 
 
 def build_chatml_model_folder(
