@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # End-to-end GPU smoke run: launcher -> environment service -> SealAgentLoop through vLLM -> SealPPOTrainer (FSDP).
-#   bash scripts/gpu_smoke.sh MODEL_DIR [seal|vanilla] [N_GPUS] [hydra overrides ...]
+#   bash scripts/gpu_smoke.sh MODEL_DIR [seal|vanilla|paper-batch] [N_GPUS] [hydra overrides ...]
 # MODEL_DIR: e.g. from `python scripts/make_smoke_model.py smollm2 /models/smollm2`. Runs exp/smoke_gpu.yaml (or
 # exp/smoke_gpu_vanilla.yaml): validation on 8 val tasks, 3 training steps, validation again, a checkpoint every
 # step; then prints the per-step table (scripts/step_table.py). A second call with
 # `trainer.total_training_steps=4 trainer.val_before_train=false` resumes from the last checkpoint.
+# paper-batch runs exp/smoke_gpu_paper_batch.yaml: one step of 32 prompts x 8 rollouts (Table 4's batch shape).
 # With N_GPUS > 1 the run is named e.g. smoke_gpu_2gpu, so it never resumes a checkpoint of another GPU count.
 set -uo pipefail
-model=${1:?usage: gpu_smoke.sh MODEL_DIR [seal|vanilla] [N_GPUS] [overrides ...]}
+model=${1:?usage: gpu_smoke.sh MODEL_DIR [seal|vanilla|paper-batch] [N_GPUS] [overrides ...]}
 kind=${2:-seal}
 gpus=${3:-1}
 shift $(( $# < 3 ? $# : 3 ))
 case "$kind" in
   seal) conf=smoke_gpu ;;
   vanilla) conf=smoke_gpu_vanilla ;;
-  *) echo "gpu_smoke.sh: the run is seal or vanilla, not '$kind'" >&2; exit 2 ;;
+  paper-batch) conf=smoke_gpu_paper_batch ;;
+  *) echo "gpu_smoke.sh: the run is seal, vanilla or paper-batch, not '$kind'" >&2; exit 2 ;;
 esac
 name=$conf
 [ "$gpus" -gt 1 ] && name=${conf}_${gpus}gpu

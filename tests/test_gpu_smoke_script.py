@@ -9,6 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -40,6 +42,16 @@ def test_two_gpus_get_their_own_run_so_no_one_gpu_checkpoint_is_resumed(tmp_path
     assert "exp/smoke_gpu_vanilla.yaml" in launch and "trainer.n_gpus_per_node=2" in launch
     assert "trainer.experiment_name=smoke_gpu_vanilla_2gpu" in launch
     assert table == ["scripts/step_table.py", "experiments/smoke_gpu_vanilla_2gpu"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "conf"),
+    [("seal", "smoke_gpu"), ("vanilla", "smoke_gpu_vanilla"), ("paper-batch", "smoke_gpu_paper_batch")],
+)
+def test_each_run_kind_launches_its_experiment_file(tmp_path, kind, conf):
+    code, (launch, table) = run_smoke(tmp_path, "/models/m", kind)
+    assert code == 0 and launch[2] == f"exp/{conf}.yaml" and (ROOT / launch[2]).is_file()
+    assert table == ["scripts/step_table.py", f"experiments/{conf}"]
 
 
 def test_an_unknown_run_kind_is_refused_before_anything_starts(tmp_path):

@@ -93,6 +93,7 @@ def test_the_paper_experiments_and_the_gpu_smoke_runs_are_all_there():
         "ablation_static_weights",
         "smoke_gpu",
         "smoke_gpu_vanilla",
+        "smoke_gpu_paper_batch",
     }
 
 
