@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import importlib.util
 import json
 import signal
 import sys
@@ -31,7 +32,7 @@ from omegaconf import DictConfig, open_dict
 from env_service.process import ServiceStartError, is_healthy, running_service
 from seal.trainer.experiment import ExperimentError, compose_experiment, validate_experiment
 from seal.trainer.override_types import OverrideTypeError, check_override_types
-from seal.trainer.plan import format_plan, plan_rows
+from seal.trainer.plan import FLASH_ATTENTION, attention_kernel, format_plan, plan_rows
 from seal.trainer.preflight import (
     PreflightError,
     check_data,
@@ -202,7 +203,20 @@ def gpu_problem(config: DictConfig) -> str | None:
         )
     if config.trainer.nnodes == 1 and found < wanted:
         return f"{found} GPU(s) visible but trainer.n_gpus_per_node={wanted}"
-    return None
+    return attention_problem(config)
+
+
+def attention_problem(config: DictConfig) -> str | None:
+    """verl's FSDP workers load the model with flash-attention 2 unless the config names another kernel;
+    without the flash-attn package that fails in a Ray worker minutes into a launch: say so now, or None."""
+    if attention_kernel(config) != FLASH_ATTENTION or importlib.util.find_spec("flash_attn") is not None:
+        return None
+    return (
+        "the model loads with flash_attention_2 (verl's default) but flash-attn is not installed: install it "
+        "(pip install flash-attn==2.8.3 --no-build-isolation) or run with "
+        "+actor_rollout_ref.model.override_config.attn_implementation=sdpa "
+        "actor_rollout_ref.model.use_remove_padding=false"
+    )
 
 
 def log_metrics_to(config: DictConfig, path: Path) -> None:

@@ -6,6 +6,7 @@ The lifecycle tests run the real launcher in a subprocess with a stand-in traine
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -22,6 +23,7 @@ import launcher
 from env_service.process import ServiceStartError, free_port, is_healthy, running_service
 from seal.bfcl.tasks import split_ids
 from seal.dataset import parquet_bytes
+from seal.trainer.experiment import compose_experiment
 from seal.trainer.override_types import OverrideTypeError, check_override_types
 from seal.trainer.preflight import PreflightError, check_data
 
@@ -332,6 +334,48 @@ def test_the_helper_serves_on_the_port_asked_for_and_frees_it(tmp_path):
 
 
 # -- no GPU ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def no_flash_attn(monkeypatch):
+    """This machine without the flash-attn package, whatever it has."""
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "flash_attn" else find_spec(name, *a)
+    )
+
+
+def test_a_gpu_node_without_flash_attn_is_told_in_one_line_before_anything_starts(
+    no_flash_attn, monkeypatch, capsys, tmp_path
+):
+    import torch
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    assert launcher.main(["--conf", SEAL]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert (
+        line.startswith("launcher: the model loads with flash_attention_2")
+        and "attn_implementation=sdpa" in line
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("conf", "overrides"),
+    [
+        ("smoke_gpu", []),
+        ("SEAL", ["+actor_rollout_ref.model.override_config.attn_implementation=sdpa"]),
+    ],
+)
+def test_a_config_that_names_another_attention_kernel_needs_no_flash_attn(no_flash_attn, conf, overrides):
+    config = compose_experiment(ROOT / "exp" / f"{conf}.yaml", overrides)
+    assert launcher.attention_problem(config) is None
+
+
+def test_with_flash_attn_installed_the_default_kernel_is_fine(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    assert launcher.attention_problem(compose_experiment(ROOT / "exp" / "SEAL.yaml")) is None
+
+
 def test_without_gpus_training_exits_non_zero_with_one_line_before_ray(tmp_path):
     done = subprocess.run(
         [sys.executable, str(ROOT / "launcher.py"), "--conf", SEAL],

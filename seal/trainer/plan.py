@@ -13,6 +13,15 @@ from omegaconf import DictConfig
 from seal.bfcl.tasks import split_ids
 from seal.trainer.settings import SealSettings
 
+FLASH_ATTENTION = "flash_attention_2"
+"""The kernel verl's FSDP workers load the model with when `model.override_config` names none."""
+
+
+def attention_kernel(config: DictConfig) -> str:
+    """The attention implementation the actor and reference model are loaded with."""
+    override = config.actor_rollout_ref.model.get("override_config") or {}
+    return str(override.get("attn_implementation") or FLASH_ATTENTION)
+
 
 def plan_rows(config: DictConfig, settings: SealSettings) -> list[tuple[str, str, str]]:
     """(what, value, config keys) for every key value of the run."""
@@ -69,6 +78,11 @@ def plan_rows(config: DictConfig, settings: SealSettings) -> list[tuple[str, str
         ),
         ("rollout replicas", str(gpus // replica_gpus), "GPUs / (rollout TP x DP x PP)"),
         ("rollout engine", str(rollout.name), "rollout.name"),
+        (
+            "attention",
+            f"{attention_kernel(config)}, remove padding {config.actor_rollout_ref.model.use_remove_padding}",
+            "model.override_config.attn_implementation, model.use_remove_padding",
+        ),
         (
             "epochs",
             f"{trainer.total_epochs} ({steps_per_epoch} steps per epoch, {total_steps} steps)",
