@@ -30,8 +30,8 @@ from env_service.process import running_service
 from seal.bfcl.tasks import CATEGORIES
 from seal.tocf.labels import REFERENCE_LABELS
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
+from seal.trainer.testing import trajectory_fields
 from seal.trainer.trainer import SealPPOTrainer
-from seal.trainer.trajectory import TrajectoryFields
 
 ROLLOUTS = 8
 
@@ -45,21 +45,15 @@ def batch_rows(n: int, rng: random.Random) -> tuple[list[str], list[dict]]:
         rm_scores = torch.zeros(length)
         rm_scores[-1] = reward
         category = CATEGORIES[group % len(CATEGORIES)]
-        fields = TrajectoryFields(
-            task_id=f"{category}_{group}",
-            category=category,
-            mode="train",
+        fields = trajectory_fields(
+            f"{category}_{group}",
             labels=[rng.choice(REFERENCE_LABELS[:7]) for _ in range(rng.randint(2, 8))],
-            taxonomy="reference",
-            interface_version=0,
             reward=reward,
             llm_calls=rng.randint(2, 20),
-            truncated=False,
             env_error="" if rng.random() > 0.01 else "unreachable",
             env_seconds=rng.random(),
             gen_seconds=rng.random() * 10,
             actions=["<tool_call>{}</tool_call>"] * 4,
-            protocol="qwen_fc",
         )
         keys.append(f"uid{group}_{session}_0")
         rows.append(

@@ -14,6 +14,7 @@ from PIL import Image
 from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
 from seal.trainer.closed_loop import ClosedLoop
 from seal.trainer.settings import SealSettings
+from seal.trainer.testing import trajectory_fields
 from seal.trainer.trajectory import TrajectoryFields
 from seal.trainer.val_test import REPORT_NAME
 
@@ -32,21 +33,15 @@ BATCHES = {
 
 
 def trajectory(task_id: str, reward: float, labels: list[str]) -> TrajectoryFields:
-    return TrajectoryFields(
-        task_id=task_id,
-        category=category_of(task_id),
+    return trajectory_fields(
+        task_id,
         mode="eval",
         labels=labels,
-        taxonomy="reference",
-        interface_version=0,
         reward=reward,
         llm_calls=3,
-        truncated=False,
-        env_error="",
         env_seconds=0.1,
         gen_seconds=0.5,
         actions=["Done."],
-        protocol="qwen_fc",
     )
 
 

@@ -18,8 +18,8 @@ from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 
 from seal.tocf.apatch import static_weight
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
+from seal.trainer.testing import trajectory_fields
 from seal.trainer.trainer import SealPPOTrainer
-from seal.trainer.trajectory import TrajectoryFields
 from tests.service_thread import served_interface, service_in_thread
 
 N = 4  # rollouts per prompt in the fixture batch
@@ -73,21 +73,15 @@ def service() -> Iterator[str]:
 
 
 def trajectory(category: str, labels: list[str], reward: float, env_error: str, i: int) -> dict[str, Any]:
-    fields = TrajectoryFields(
-        task_id=f"{category}_{i}",
-        category=category,
-        mode="train",
+    fields = trajectory_fields(
+        f"{category}_{i}",
         labels=labels,
-        taxonomy="reference",
-        interface_version=0,
         reward=reward,
         llm_calls=3,
-        truncated=False,
         env_error=env_error,
         env_seconds=0.25 + i,
         gen_seconds=1.5,
         actions=["hello"],
-        protocol="qwen_fc",
     )
     return fields.extra_fields()
 

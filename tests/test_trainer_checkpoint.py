@@ -18,6 +18,7 @@ from verl.trainer.ppo.checkpoint_callback import build_checkpoint_callback
 from seal.trainer.closed_loop import ClosedLoop
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
 from seal.trainer.settings import settings_from_config
+from seal.trainer.testing import trajectory_fields
 from seal.trainer.trainer import STATE_FILE, SealPPOTrainer, load_seal_state, save_seal_state
 from seal.trainer.trajectory import TrajectoryFields
 from tests.service_thread import served_interface, service_in_thread
@@ -64,21 +65,15 @@ def batch(step: int) -> list[TrajectoryFields]:
         [["argument_mismatch", "pass"], ["argument_mismatch"] * 3, ["recovery_failure", "pass"], ["pass"]]
     ):
         rows.append(
-            TrajectoryFields(
-                task_id=f"multi_turn_base_{i}",
+            trajectory_fields(
+                f"multi_turn_base_{i}",
                 category="multi_turn_base" if i % 2 else "multi_turn_long_context",
-                mode="train",
                 labels=labels * step,
                 taxonomy="paper",
-                interface_version=0,
                 reward=1.0 if labels == ["pass"] else 0.0,
                 llm_calls=2,
-                truncated=False,
-                env_error="",
                 env_seconds=0.1,
                 gen_seconds=0.2,
-                actions=[],
-                protocol="qwen_fc",
             )
         )
     return rows

@@ -14,8 +14,31 @@ from typing import Any
 
 from verl.workers.rollout.replica import TokenOutput
 
+from seal.bfcl.tasks import category_of
 from seal.trainer.agent_loop import request_task
 from seal.trainer.chatml import chatml_tokenizer
+from seal.trainer.trajectory import TrajectoryFields
+
+
+def trajectory_fields(task_id: str, **changes: Any) -> TrajectoryFields:
+    """A trajectory of `task_id` (its category from the id) with neutral facts, except the `changes` a test
+    or benchmark is about."""
+    neutral: dict[str, Any] = {
+        "category": category_of(task_id),
+        "mode": "train",
+        "labels": [],
+        "taxonomy": "reference",
+        "interface_version": 0,
+        "reward": 0.0,
+        "llm_calls": 1,
+        "truncated": False,
+        "env_error": "",
+        "env_seconds": 0.0,
+        "gen_seconds": 0.0,
+        "actions": [],
+        "protocol": "qwen_fc",
+    }
+    return TrajectoryFields(task_id=task_id, **{**neutral, **changes})
 
 
 def build_chatml_model_folder(
