@@ -38,6 +38,9 @@ class RolloutSettings:
     with reward 0 and `env_error` set."""
     env_backoff_s: float = 0.5
     """First retry delay; it doubles with every further retry."""
+    max_env_error_share: float = 0.25
+    """Largest share of a training step's trajectories that may be env errors; above it the run stops
+    with one line naming the service and the count."""
     trace_dir: str | None = None
     """Write each trajectory's token ids, response mask and the sampled texts as one JSON line per
     trajectory under this folder, for inspection (`scripts/check_masks.py` checks them); None = off."""
@@ -53,6 +56,8 @@ class RolloutSettings:
             raise ValueError("seal.rollout.max_llm_calls must be at least 1")
         if self.max_tokens_per_call is not None and self.max_tokens_per_call < 1:
             raise ValueError("seal.rollout.max_tokens_per_call must be at least 1 (or null)")
+        if not 0.0 <= self.max_env_error_share <= 1.0:
+            raise ValueError("seal.rollout.max_env_error_share must be between 0 and 1")
         if not self.env_timeout_s > 0 or self.env_retries < 0 or self.env_backoff_s < 0:
             raise ValueError("seal.rollout: env_timeout_s must be > 0, env_retries and env_backoff_s >= 0")
 

@@ -13,6 +13,8 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
 REWARD_EXTRA_INFO = "reward_extra_info"
+CUTS = ("none", "calls", "context", "generation")
+"""The values of `TrajectoryFields.cut`."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,8 @@ class TrajectoryFields:
     """The verifier's reward (1.0 iff BFCL's checker passes), 0.0 on a truncated or failed episode."""
     llm_calls: int
     truncated: bool
-    """A limit ended the trajectory: LLM calls, response budget, prompt length or the episode's steps."""
+    """A limit ended the trajectory before the episode was done (`cut` says which), or the episode's own
+    per-turn step limit did."""
     env_error: str
     """Why the environment failed this trajectory ('' when it did not); such trajectories are left out
     of A-Patch and of the failure profile."""
@@ -43,6 +46,18 @@ class TrajectoryFields:
     actions: list[str]
     """The assistant messages as sent to the environment: with task_id and protocol, the action log."""
     protocol: str
+    cut: str = "none"
+    """What ended the trajectory before the episode was done: `none` (done, or an env error), `calls`
+    (`seal.rollout.max_llm_calls`), `context` (the next prompt would pass `max_model_len −
+    max_response_length`, or the opening prompt is over `max_prompt_length`), `generation` (one reply used
+    its whole `max_tokens` without ending its turn; never sent to the environment)."""
+    response_tokens: int = 0
+    """Tokens of the whole played response (everything after the opening prompt), cut or not."""
+    trained_tokens: int = 0
+    """Sampled tokens the update trains on: mask-1 tokens within the first `max_response_length`."""
+    trained_cut: bool = False
+    """The response ran past `max_response_length`: the turns past the cut were played and scored but
+    carry no gradient."""
     split: str = ""
     """The row's split (extra_info.split: train, val or test; '' when absent): verl concatenates
     validation files into one set, so the split is what tells val from test in the dump."""
@@ -64,6 +79,9 @@ class TrajectoryFields:
             "interface_version": self.interface_version,
             "llm_calls": self.llm_calls,
             "truncated": self.truncated,
+            "cut": self.cut,
+            "trained_tokens": self.trained_tokens,
+            "trained_cut": self.trained_cut,
             "env_error": self.env_error,
             "action_log": json.dumps(self.action_log()),
         }
