@@ -23,9 +23,10 @@ from seal.bfcl.calls import ToolCall
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import get_task
 from seal.dataset import EVAL_AGENT, TRAIN_AGENT
-from seal.env.client import HttpEnvClient
+from seal.env.client import EnvServiceError, HttpEnvClient, InProcessEnvClient
 from seal.protocol import get_protocol
 from seal.protocol.ground_truth import END_OF_TURN, ground_truth_actions
+from seal.trainer import agent_loop
 from seal.trainer.agent_loop import agent_loop_config_path, close_env_clients, request_task, rollout_settings
 from seal.trainer.rollout_settings import RolloutSettings
 from seal.trainer.testing import Ramble, ScriptedLLMServer
@@ -279,12 +280,98 @@ async def test_limits_end_the_trajectory_truncated_with_reward_zero(folder, toke
     calls, rambles = fields(batch, 0), fields(batch, 1)
     assert batch.batch["responses"].shape[1] == 512
     assert calls.llm_calls == 6 and calls.truncated and calls.reward == 0.0 and calls.env_error == ""
+    assert calls.cut == "calls" and calls.labels
     assert rambles.llm_calls == 1 and rambles.truncated and rambles.reward == 0.0 and rambles.actions == []
+    assert rambles.cut == "generation" and rambles.trained_tokens == 512 and not rambles.trained_cut
     _, response, mask = sample(batch, 1)
     assert len(response) == 512 and all(mask)
     assert len(sample(batch, 0)[1]) <= 512
     assert batch.batch["rm_scores"].sum(-1).tolist() == [0.0, 0.0]
     assert server.calls == 7
+
+
+async def test_an_episode_past_the_trained_cut_is_played_to_its_end_and_scored_there(
+    folder, tokenizer, service_url
+):
+    """The response cap cuts what is trained, not the episode: the ground truth still scores 1, and its
+    trained tokens stop at the cut."""
+    task_id = "multi_turn_base_0"
+    actions = ground_truth_actions(task_id)
+    plans = {(task_id, "train"): actions}
+    batch, server = await generate(
+        folder,
+        tokenizer,
+        plans,
+        [row(task_id, TRAIN_AGENT, 0)],
+        response_length=64,
+        env_url=service_url,
+        max_tokens_per_call=1024,
+    )
+    got = fields(batch, 0)
+    assert got.reward == 1.0 and got.cut == "none" and not got.truncated
+    assert got.llm_calls == len(actions) == server.calls
+    assert got.trained_cut and got.response_tokens > 64
+    _, response, mask = sample(batch, 0)
+    assert len(response) == 64 and got.trained_tokens == sum(mask) > 0
+    assert batch.batch["rm_scores"].sum(-1).tolist() == [1.0]
+
+
+async def test_a_long_tool_output_is_clipped_with_the_marker_and_the_episode_goes_on(
+    folder, tokenizer, service_url, tmp_path
+):
+    task_id = "multi_turn_base_0"
+    actions = ground_truth_actions(task_id)
+    plans = {(task_id, "eval"): actions}
+    turns = await conversation(task_id, "eval", actions)
+    longest = max(len(tokenizer.encode(m["content"])) for turn in turns[1:] for m in turn)
+    limit = max(64, longest // 2)
+    trace_dir = tmp_path / "trace"
+    batch, _ = await generate(
+        folder,
+        tokenizer,
+        plans,
+        [row(task_id, EVAL_AGENT, 0)],
+        env_url=service_url,
+        max_env_tokens=limit,
+        trace_dir=str(trace_dir),
+    )
+    got = fields(batch, 0)
+    assert got.reward == 1.0 and got.cut == "none" and got.llm_calls == len(actions)
+    [trace] = [json.loads(line) for f in trace_dir.glob("*.jsonl") for line in f.read_text().splitlines()]
+    seen = [m["content"] for observation in trace["observations"] for m in observation]
+    clipped = [text for text in seen if "message cut:" in text]
+    assert clipped and all(len(tokenizer.encode(text)) <= limit for text in seen)
+    _, response, mask = sample(batch, 0)
+    context = "".join(tokenizer.decode(ids) for bit, ids in mask_runs(response, mask) if bit == 0)
+    assert all(text in context for text in clipped)
+
+
+async def test_the_context_limit_stops_before_a_prompt_that_leaves_no_room_for_a_reply(
+    folder, tokenizer, service_url
+):
+    """max_model_len − max_response_length bounds every prompt; the trajectory ends on the model's last
+    reply (the observation it would never answer is dropped) and is scored by the environment."""
+    task_id = "multi_turn_base_0"
+    actions = ground_truth_actions(task_id)
+    plans = {(task_id, "eval"): actions}
+    first, _ = await generate(folder, tokenizer, plans, [row(task_id, EVAL_AGENT, 0)], env_url=service_url)
+    opening = len(sample(first, 0)[0])
+    first_reply = len(tokenizer.encode(actions[0])) + 1
+    window = opening + 1024 + first_reply + 1  # room for the first reply, none after its observation
+    batch, server = await generate(
+        folder,
+        tokenizer,
+        plans,
+        [row(task_id, EVAL_AGENT, 0)],
+        response_length=1024,
+        env_url=service_url,
+        overrides=[f"actor_rollout_ref.rollout.max_model_len={window}"],
+    )
+    got = fields(batch, 0)
+    assert got.cut == "context" and got.truncated and got.reward == 0.0 and got.labels
+    assert got.llm_calls == server.calls == 1 < len(actions)
+    _, response, mask = sample(batch, 0)
+    assert got.response_tokens == len(response) == first_reply and all(mask)
 
 
 async def test_an_opening_longer_than_prompt_length_is_not_played(folder, tokenizer, service_url):
@@ -300,7 +387,8 @@ async def test_an_opening_longer_than_prompt_length_is_not_played(folder, tokeni
     )
     got = fields(batch, 0)
     prompt, response, mask = sample(batch, 0)
-    assert got.truncated and got.reward == 0.0 and got.llm_calls == 0 and server.calls == 0
+    assert got.truncated and got.cut == "context" and got.reward == 0.0
+    assert got.llm_calls == 0 and server.calls == 0
     assert len(prompt) == 256 and mask == [0] and len(response) == 1
     assert got.labels and got.env_error == ""  # the environment scored the unplayed episode
 
@@ -318,7 +406,8 @@ async def test_per_call_max_tokens_never_exceeds_what_is_left(folder, tokenizer,
         max_tokens_per_call=100,
     )
     got = fields(batch, 0)
-    assert got.truncated and got.llm_calls == 1 and len(sample(batch, 0)[1]) == 100
+    assert got.truncated and got.cut == "generation" and got.llm_calls == 1
+    assert len(sample(batch, 0)[1]) == 100
 
 
 async def test_a_chatml_model_typed_llama_still_gets_the_newline_after_im_end(tmp_path, service_url):
@@ -364,10 +453,44 @@ async def test_a_service_killed_mid_batch_gives_env_errors_not_an_exception(fold
         assert killed.is_set()
         got = [fields(batch, i) for i in range(len(rows))]
         assert [(f.reward, f.env_error) for f in got[:2]] == [(1.0, ""), (1.0, "")]
-        assert got[2].reward == 0.0 and got[2].env_error.startswith("503") and got[2].llm_calls == 3
+        # played again from the start, which found the service gone: an env error without loss tokens
+        assert got[2].reward == 0.0 and got[2].env_error.startswith("503") and got[2].llm_calls == 0
+        assert server.calls_by_request and max(server.calls_by_request.values()) >= 3
         assert batch.batch["rm_scores"].sum(-1).tolist() == [1.0, 1.0, 0.0]
+        assert sum(sample(batch, 2)[2]) == 0 and got[2].trained_tokens == 0
     with running_service(QUIET_SERVICE, port=port) as restarted:
         assert (await HttpEnvClient(restarted.url).health())["episodes_open"] == 0
+
+
+class FailsOnce(InProcessEnvClient):
+    """An environment whose first step fails as an unreachable service would."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed = False
+
+    async def step(self, episode_id: str, action: str) -> dict[str, Any]:
+        if not self.failed:
+            self.failed = True
+            raise EnvServiceError(503, "the service went away")
+        return await super().step(episode_id, action)
+
+
+async def test_a_trajectory_whose_environment_fails_once_is_played_again_from_the_start(
+    folder, tokenizer, monkeypatch
+):
+    task_id = "multi_turn_base_0"
+    actions = ground_truth_actions(task_id)
+    flaky = FailsOnce()
+    monkeypatch.setattr(agent_loop, "env_client", lambda settings: flaky)
+    batch, server = await generate(
+        folder, tokenizer, {(task_id, "train"): actions}, [row(task_id, TRAIN_AGENT, 0)], client="inprocess"
+    )
+    got = fields(batch, 0)
+    assert flaky.failed and got.env_error == "" and got.reward == 1.0
+    assert got.llm_calls == len(actions) and server.calls == len(actions) + 1
+    assert len(server.calls_by_request) == 2  # a new trajectory id for the second play
+    assert got.trained_tokens == sum(sample(batch, 0)[2]) > 0
 
 
 async def test_an_unreachable_service_gives_well_formed_zero_reward_trajectories(folder, tokenizer):

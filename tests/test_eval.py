@@ -14,7 +14,7 @@ from env_service.process import free_port
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import CATEGORIES, get_task, split_ids
 from seal.env.episode import Episode
-from seal.evaluation.budget import tokenizer_counter
+from seal.evaluation.budget import tokenizer_tools
 from seal.evaluation.command import add_eval_arguments, run_eval_command
 from seal.evaluation.endpoint import RetryPolicy
 from seal.evaluation.official import bfcl_task, replay_calls, rescore
@@ -270,7 +270,7 @@ def test_without_a_model_list_the_preflight_asks_for_one_token(tmp_path, capsys)
     with serve(script) as url:
         refusal = "model 'nope' refused: HTTP 404"
         assert_refused_in_seconds(url, tmp_path / "nope", capsys, refusal, model="nope")
-        assert run(url, tmp_path / "ok", tasks=tasks) == 0
+        assert run(url, tmp_path / "ok", "--max-tokens", "512", tasks=tasks) == 0
     assert script.requests[1]["max_tokens"] == 1 and summary(tmp_path / "ok")["pass_rate"] == 1.0
 
 
@@ -280,22 +280,25 @@ def answered(script: Script) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("window_from", ["models", "flag", "refusal"])
-def test_max_tokens_is_clamped_to_the_window_or_retried_once(tmp_path, window_from):
+def test_no_call_starts_past_the_window_minus_max_tokens_as_in_training(tmp_path, window_from):
+    """Training's context stop: a prompt past `window − max_tokens` (6,288 > 7,000 − 1,024 here) ends
+    the episode as cut by its context; every call made leaves room for a whole reply."""
     tasks = sample(1)[:3]
     window = 7000
     script = Script(tasks, window=window, advertise_window=window_from == "models")
     extra = ("--max-model-len", str(window)) if window_from == "flag" else ()
     out = tmp_path / window_from
     with serve(script) as url:
-        assert run(url, out, "--max-tokens", "4096", *extra, tasks=tasks) == 0
+        assert run(url, out, "--max-tokens", "1024", *extra, tasks=tasks) == 0
     result = summary(out)
-    assert (result["pass_rate"], result["truncated"], result["endpoint_errors"]["count"]) == (1.0, 0, 0)
-    first_prompts = {scripted_tokens(b["messages"]) for b in script.requests if len(b["messages"]) == 2}
-    assert {r["prompt"] for r in script.refusals} >= first_prompts
+    assert (result["truncated"], result["endpoint_errors"]["count"]) == (1, 0)
+    rates = {category: entry["pass_rate"] for category, entry in result["by_category"].items()}
+    assert rates == {"multi_turn_base": 1.0, "multi_turn_miss_func": 1.0, "multi_turn_miss_param": 0.0}
+    cut = {e["task_id"]: e["cut"] for e in lines(out / "episodes.jsonl")}
+    assert cut == {tasks[0]: "none", tasks[1]: "none", tasks[2]: "context"}
     for body in answered(script):
-        assert scripted_tokens(body["messages"]) + body["max_tokens"] <= window
-    retried = len(script.requests) - len(answered(script))
-    assert retried == len(script.refusals) and retried < len(answered(script))
+        assert scripted_tokens(body["messages"]) < window - 1024 and body["max_tokens"] == 1024
+    assert len(script.refusals) <= 1
 
 
 def test_with_the_tokenizer_every_call_fits_the_window_at_once(tmp_path):
@@ -303,16 +306,49 @@ def test_with_the_tokenizer_every_call_fits_the_window_at_once(tmp_path):
     openings = [Episode(t).reset() for t in tasks]
     folder = tmp_path / "tokenizer"
     chatml_tokenizer([m["content"] for o in openings for m in o], vocab_size=600).save_pretrained(folder)
-    count = tokenizer_counter(folder)
-    window = max(count(o) for o in openings) + 1500
+    count, _ = tokenizer_tools(folder)
+    window = max(count(o) for o in openings) + 5000
     script = Script(tasks, window=window, count=count)
     out = tmp_path / "exact"
     with serve(script) as url:
-        assert run(url, out, "--max-tokens", "4096", "--tokenizer", str(folder), tasks=tasks) == 0
+        assert run(url, out, "--max-tokens", "1024", "--tokenizer", str(folder), tasks=tasks) == 0
     assert summary(out)["pass_rate"] == 1.0 and script.refusals == []
-    assert all(count(b["messages"]) + b["max_tokens"] <= window for b in script.requests)
-    assert {b["max_tokens"] for b in script.requests} < set(range(1, 4096))
+    assert all(count(b["messages"]) < window - 1024 for b in script.requests)
     assert json.loads((out / "run.json").read_text())["tokenizer"] == str(folder)
+
+
+def test_the_call_limit_and_a_reply_cut_by_max_tokens_end_the_episode_as_in_training(tmp_path):
+    task_id = "multi_turn_base_1"
+    script = Script([task_id], window=20000)
+    with serve(script) as url:
+        assert run(url, tmp_path / "calls", "--max-llm-calls", "2", tasks=[task_id]) == 0
+        assert run(url, tmp_path / "cut", "--max-tokens", "3", tasks=[task_id]) == 0
+    (calls,) = lines(tmp_path / "calls" / "episodes.jsonl")
+    assert calls["cut"] == "calls" and calls["truncated"] and calls["reward"] == 0.0
+    assert len(lines(tmp_path / "calls" / "actions.jsonl")[0]["actions"]) == 2
+    (cut,) = lines(tmp_path / "cut" / "episodes.jsonl")
+    assert cut["cut"] == "generation" and cut["truncated"]
+    assert lines(tmp_path / "cut" / "actions.jsonl")[0]["actions"] == []  # never sent to the environment
+
+
+def test_environment_messages_are_clipped_before_the_model_reads_them(tmp_path):
+    task_id = "multi_turn_long_context_8"
+    opening = Episode(task_id).reset()
+    folder = tmp_path / "tokenizer"
+    actions = ground_truth_actions(task_id)
+    chatml_tokenizer([m["content"] for m in opening] + actions, vocab_size=600).save_pretrained(folder)
+    script = Script([task_id], window=200000)
+    with serve(script) as url:
+        argv = ("--max-env-tokens", "64", "--tokenizer", str(folder))
+        assert run(url, tmp_path / "clip", *argv, tasks=[task_id]) == 0
+    _, (encode, _) = tokenizer_tools(folder)
+    observations = [
+        m["content"] for b in script.requests for m in b["messages"][2:] if m["role"] != "assistant"
+    ]
+    assert any("message cut:" in text for text in observations)
+    assert all(len(encode(text)) <= 64 for text in observations)
+    (episode,) = lines(tmp_path / "clip" / "episodes.jsonl")
+    assert episode["reward"] == 1.0  # the clip changes what the model reads, not what the tools did
 
 
 def test_a_conversation_that_outgrows_the_window_is_truncated_and_scored(tmp_path, capsys):
@@ -320,7 +356,7 @@ def test_a_conversation_that_outgrows_the_window_is_truncated_and_scored(tmp_pat
     script = Script([short, long], window=8000)
     out = tmp_path / "outgrown"
     with serve(script) as url:
-        assert run(url, out, tasks=[short, long]) == 0
+        assert run(url, out, "--max-tokens", "1024", tasks=[short, long]) == 0
     episodes = {e["task_id"]: e for e in lines(out / "episodes.jsonl")}
     assert episodes[short]["reward"] == 1.0 and not episodes[short]["truncated"]
     assert episodes[long]["truncated"] and episodes[long]["reward"] == 0.0 and "error" not in episodes[long]

@@ -1,12 +1,14 @@
 """The context budget of one reply: `max_tokens` never makes a call fail that a smaller one would serve.
 
-The window is the model's context length (from the endpoint's `/models` or `--max-model-len`). Before
-each call `max_tokens` is clamped to what the prompt leaves of it: the prompt is counted exactly with
-`--tokenizer`, or estimated from the previous reply's `usage` (its prompt + completion tokens, a lower
-bound, plus the new observation at the tokens-per-character rate that usage showed). When the server
-still refuses for context length and says (or the tokenizer says) that the prompt alone fits, the call
-is retried once with exactly what is left. Only a prompt known to fill the window alone ends the
-episode as truncated — the same rule as training, where the conversation has outgrown the model.
+The window is the model's context length (from the endpoint's `/models` or `--max-model-len`). The
+episode limits are training's (`seal.env.context_limits`): no call whose prompt would pass
+`window − max_tokens` (every call can still take a whole reply, as `max_model_len −
+max_response_length` in training), at most `max_llm_calls` calls, and every environment message clipped
+to `max_env_tokens` tokens. The prompt is counted exactly with `--tokenizer`, or estimated from the
+previous reply's `usage` (its prompt + completion tokens, a lower bound, plus the new observation at the
+tokens-per-character rate that usage showed); without a tokenizer the clip is estimated at that rate
+too. When the server still refuses for context length and says (or the tokenizer says) how long the
+prompt is, the call is retried once with what is left, unless the prompt is past the limit.
 """
 
 from __future__ import annotations
@@ -16,12 +18,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from seal.env.context_limits import (
+    ContextLimits,
+    Decode,
+    Encode,
+    character_codec,
+    clip_messages,
+    tokenizer_codec,
+)
 from seal.evaluation.endpoint import ChatEndpoint, Completion, ContextLengthError
 
 TokenCounter = Callable[[list[dict[str, str]]], int]
 """Prompt tokens of a conversation as the served model's chat template renders it."""
 TEMPLATE_TOKENS_PER_MESSAGE = 8
 """Role markers and separators a chat template adds around each new message (an estimate)."""
+TOKENS_PER_CHAR = 0.25
+"""The clip's estimate before a reply's `usage` has shown the real rate (English text and JSON)."""
 
 
 def _chars(messages: list[dict[str, str]]) -> int:
@@ -38,13 +50,23 @@ class ContextBudget:
     max_tokens: int
     window: int | None = None
     count: TokenCounter | None = None
+    max_llm_calls: int = 20
+    max_env_tokens: int | None = 4096
+    codec: tuple[Encode, Decode] | None = None
+    """The served model's tokenizer (`--tokenizer`): exact counts and an exact clip."""
+
+    @property
+    def limits(self) -> ContextLimits:
+        context = None if self.window is None else max(1, self.window - self.max_tokens)
+        return ContextLimits(self.max_llm_calls, self.max_env_tokens, context)
 
     def allowance(self, prompt_tokens: int | None) -> int | None:
-        """`max_tokens` for a prompt of this size; None when the prompt alone fills the window."""
+        """`max_tokens` for a prompt of this size; None when the prompt is past the context limit."""
         if self.window is None or prompt_tokens is None:
             return self.max_tokens if self.window is None else min(self.max_tokens, self.window - 1)
-        left = self.window - prompt_tokens
-        return min(self.max_tokens, left) if left > 0 else None
+        if self.limits.context_full(prompt_tokens):
+            return None
+        return min(self.max_tokens, self.window - prompt_tokens)
 
 
 @dataclass
@@ -69,6 +91,14 @@ class BudgetedChat:
         estimated = self.budget.allowance(self.seen_tokens + grown)
         return estimated if estimated is not None else self.budget.allowance(self.seen_tokens)
 
+    def clip(self, observation: list[dict[str, str]]) -> list[dict[str, str]]:
+        """Each environment message cut to `max_env_tokens`: exact with the tokenizer, else estimated."""
+        limit = self.budget.max_env_tokens
+        if self.budget.codec is not None:
+            return clip_messages(observation, *self.budget.codec, limit)
+        rate = self.tokens_per_char or TOKENS_PER_CHAR
+        return clip_messages(observation, *character_codec(max(1, round(1 / rate))), limit)
+
     def _remember(self, messages: list[dict[str, str]], completion: Completion) -> None:
         self.seen_tokens = completion.context_tokens
         self.seen_messages = len(messages) + 1
@@ -90,20 +120,18 @@ class BudgetedChat:
             prompt = refusal.prompt_tokens
             if prompt is None and self.budget.count is not None:
                 prompt = self.budget.count(messages)
-            if window is None or prompt is None or prompt >= window:
+            if window is None or prompt is None or self.budget.allowance(prompt) is None:
                 return None
             try:
-                completion = await self.endpoint.complete(
-                    messages, min(self.budget.max_tokens, window - prompt)
-                )
+                completion = await self.endpoint.complete(messages, self.budget.allowance(prompt))
             except ContextLengthError:
                 return None
         self._remember(messages, completion)
         return completion
 
 
-def tokenizer_counter(directory: Path) -> TokenCounter:
-    """Count prompt tokens with the served model's own tokenizer and chat template (a local folder)."""
+def tokenizer_tools(directory: Path) -> tuple[TokenCounter, tuple[Encode, Decode]]:
+    """The served model's own tokenizer and chat template (a local folder): prompt counts and the clip."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
@@ -114,4 +142,4 @@ def tokenizer_counter(directory: Path) -> TokenCounter:
         text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    return count
+    return count, tokenizer_codec(tokenizer)

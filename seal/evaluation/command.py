@@ -3,9 +3,10 @@
 Eval-mode episodes (raw interface, docs/design.md §3.4) are played against
 `{base_url}/chat/completions`; outputs go to `--out` as docs/design.md §4.4 describes, plus
 `summary.md` and `run.json` (what was run). A preflight request checks the endpoint, the model and
-the key before anything is written. Each reply's `max_tokens` fits the model's context window
-(seal/evaluation/budget.py); a conversation that outgrows it is a truncated episode (reward 0, in
-the pass rate), while the endpoint's own failures are listed by task id and left out of the pass rate.
+the key before anything is written. Episodes run under training's limits (seal/evaluation/budget.py):
+no call whose prompt would pass `window − max_tokens`, at most `--max-llm-calls` calls, environment
+messages clipped to `--max-env-tokens`; an episode a limit cuts is truncated (reward 0, in the pass
+rate), while the endpoint's own failures are listed by task id and left out of the pass rate.
 The API key is read from the environment only and is never written anywhere.
 """
 
@@ -22,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from seal.bfcl.tasks import split_ids
-from seal.evaluation.budget import ContextBudget, tokenizer_counter
+from seal.evaluation.budget import ContextBudget, tokenizer_tools
 from seal.evaluation.endpoint import ChatEndpoint, PreflightError, RetryPolicy
 from seal.evaluation.official import rescore
 from seal.evaluation.runner import Progress, run_episodes
@@ -57,6 +58,8 @@ class EvalRequest:
     official: bool
     max_tokens: int
     max_model_len: int | None
+    max_llm_calls: int
+    max_env_tokens: int
     tokenizer: str | None
     timeout: float
     retries: int
@@ -127,7 +130,21 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-tokens",
         type=int,
         default=4096,
-        help="max_tokens per reply, lowered to what the context window leaves (default: 4096)",
+        help="max_tokens per reply, as training's max_response_length: no call starts from a prompt "
+        "past the window minus this (default: 4096)",
+    )
+    parser.add_argument(
+        "--max-llm-calls",
+        type=int,
+        default=20,
+        help="calls per episode, all turns together, as training's seal.rollout.max_llm_calls (default: 20)",
+    )
+    parser.add_argument(
+        "--max-env-tokens",
+        type=int,
+        default=4096,
+        help="each environment message clipped to this many tokens, as in training; exact with "
+        "--tokenizer, estimated without (default: 4096)",
     )
     parser.add_argument(
         "--max-model-len",
@@ -179,10 +196,12 @@ def build_request(args: argparse.Namespace) -> EvalRequest:
         raise UsageError(f"--base-url must be an http(s) URL, got {args.base_url!r}")
     if not args.model.strip():
         raise UsageError("--model must not be empty")
-    for name in ("concurrency", "max_tokens", "limit", "max_model_len"):
+    for name in ("concurrency", "max_tokens", "limit", "max_model_len", "max_llm_calls"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+    if args.max_env_tokens < 64:
+        raise UsageError(f"--max-env-tokens must be at least 64, got {args.max_env_tokens}")
     if not args.timeout > 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
     if args.retries < 0 or args.backoff < 0:
@@ -206,6 +225,8 @@ def build_request(args: argparse.Namespace) -> EvalRequest:
         official=args.official,
         max_tokens=args.max_tokens,
         max_model_len=args.max_model_len,
+        max_llm_calls=args.max_llm_calls,
+        max_env_tokens=args.max_env_tokens,
         tokenizer=None if args.tokenizer is None else str(args.tokenizer),
         timeout=args.timeout,
         retries=args.retries,
@@ -280,7 +301,7 @@ async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
     Raises PreflightError (nothing written) when the endpoint cannot serve the run, OutputError on an
     unusable --out.
     """
-    count = None if request.tokenizer is None else tokenizer_counter(Path(request.tokenizer))
+    count, codec = (None, None) if request.tokenizer is None else tokenizer_tools(Path(request.tokenizer))
     policy = RetryPolicy(retries=request.retries, backoff=request.backoff)
     async with ChatEndpoint(
         request.base_url,
@@ -293,7 +314,14 @@ async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
     ) as endpoint:
         served = await endpoint.preflight()
         window = request.max_model_len or served.window
-        budget = ContextBudget(max_tokens=request.max_tokens, window=window, count=count)
+        budget = ContextBudget(
+            max_tokens=request.max_tokens,
+            window=window,
+            count=count,
+            max_llm_calls=request.max_llm_calls,
+            max_env_tokens=request.max_env_tokens,
+            codec=codec,
+        )
         return await _run(request, endpoint, budget)
 
 

@@ -58,6 +58,8 @@ class Completion:
     text: str
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    finish_reason: str | None = None
+    """`length` when the reply used its whole `max_tokens` without ending: never sent to the environment."""
 
     @property
     def context_tokens(self) -> int | None:
@@ -267,7 +269,13 @@ class ChatEndpoint:
                 self._clean(f"response has no choices[0].message.content: {response.text}")
             ) from None
         if isinstance(content, str):
-            return Completion(content, _usage(body, "prompt_tokens"), _usage(body, "completion_tokens"))
+            finish = body["choices"][0].get("finish_reason")
+            return Completion(
+                content,
+                _usage(body, "prompt_tokens"),
+                _usage(body, "completion_tokens"),
+                finish if isinstance(finish, str) else None,
+            )
         why = (
             " (it returned tool_calls; SEAL puts the tools in the prompt)"
             if message.get("tool_calls")

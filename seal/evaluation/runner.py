@@ -37,35 +37,45 @@ class Played:
         return "error" in self.record
 
 
-CONTEXT_FULL = "context window full"
-
-
 async def play(
     endpoint: ChatEndpoint, budget: ContextBudget, task_id: str, protocol: str, taxonomy: str
 ) -> Played:
     """Send the conversation, step the episode with the reply's text, until the episode is done.
 
-    A conversation that outgrows the model's window truncates the episode, which the environment
-    scores like any unfinished one (reward 0). An endpoint failure ends the episode where it stands
-    and marks it with "error"; it is still labelled so the partial trajectory can be read.
+    Training's limits apply (`ContextBudget`): a prompt past the context limit, the call limit, or a
+    reply cut by its `max_tokens` truncates the episode (`cut`: context, calls, generation), which the
+    environment scores like any unfinished one (reward 0); environment messages are clipped before the
+    model reads them. An endpoint failure ends the episode where it stands and marks it with "error";
+    it is still labelled so the partial trajectory can be read.
     """
     episode = Episode(task_id, mode="eval", protocol=protocol, taxonomy=taxonomy)
     messages = episode.reset()
     chat = BudgetedChat(endpoint, budget)
     error: str | None = None
+    cut = "none"
+    calls = 0
     try:
         while not episode.done:
+            if calls >= budget.max_llm_calls:
+                cut = "calls"
+                break
             completion = await chat.reply(messages)
             if completion is None:
-                episode.truncate(CONTEXT_FULL)
+                cut = "context"
+                break
+            calls += 1
+            if completion.finish_reason == "length":
+                cut = "generation"
                 break
             action = completion.text
             step = episode.step(action)
             messages.append({"role": "assistant", "content": action})
-            messages.extend(step.observation)
+            messages.extend(chat.clip(step.observation))
     except EndpointError as exc:
         error = str(exc)
-    record = episode_record(episode.finish())
+    if cut != "none":
+        episode.truncate(cut)
+    record = {**episode_record(episode.finish()), "cut": cut}
     if error is not None:
         record["error"] = error
     return Played(record, episode.action_log())

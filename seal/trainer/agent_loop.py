@@ -5,8 +5,14 @@ verl's `server_manager`; the sampled tokens enter the context unchanged (verl's 
 helpers), so the trained tokens are exactly the sampled ones, with `response_mask` 1 on them and 0 on
 every environment and template token. The episode's verifier reward is the trajectory's reward.
 
-A failing environment never raises out of `run`: the trajectory comes back well-formed with reward 0
-and `env_error` set (the trainer leaves it out of A-Patch and of C_t).
+Episodes run under the released code's limits (`seal.env.context_limits`): at most
+`max_llm_calls` calls, no call whose prompt would pass `max_model_len − max_response_length`, every
+environment message clipped to `max_env_tokens`. The trained response is the first
+`max_response_length` tokens; the episode plays on past that cut and is scored on its end.
+
+A failing environment never raises out of `run`: a trajectory whose service call fails before it is
+scored is played once more from the start; if that fails too it comes back well-formed with reward 0,
+`env_error` set and no loss token (the trainer keeps it out of the update, of A-Patch and of C_t).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from seal.env.client import (
     InProcessEnvClient,
     open_episode,
 )
+from seal.env.context_limits import ContextLimits, clip_messages, tokenizer_codec
 from seal.env.episode import MODES
 from seal.trainer.rollout_settings import RolloutSettings
 from seal.trainer.trajectory import TrajectoryFields
@@ -45,6 +52,8 @@ from seal.trainer.trajectory import TrajectoryFields
 LOG = logging.getLogger(__name__)
 CHATML_END = "<|im_end|>"
 OPENING_CACHE_SIZE = 256
+ENV_ATTEMPTS = 2
+"""A trajectory whose environment fails before it is scored is played once more from the start."""
 _CLIENTS: dict[tuple[Any, ...], EnvClient] = {}
 _OPENINGS: OrderedDict[tuple[int, bytes], asyncio.Task[tuple[array, bool]]] = OrderedDict()
 
@@ -147,12 +156,28 @@ class _Rollout:
     sampled: list[list[int]] = field(default_factory=list)
     observations: list[list[dict[str, str]]] = field(default_factory=list)
     llm_calls: int = 0
-    truncated: bool = False
+    cut: str = "none"
     env_error: str = ""
     gen_seconds: float = 0.0
     weight_versions: dict[str, Any] = field(default_factory=dict)
     """`min_global_steps`/`max_global_steps`: the policy versions that generated the trajectory, as the
     server reports them; V1's step metrics (staleness) read them from every sample."""
+
+    reply_end: tuple[int, int] | None = None
+    """Token and mask lengths after the last reply: where a trajectory cut by its context ends."""
+
+    def mark_reply_end(self) -> None:
+        self.reply_end = (len(self.token_ids), len(self.mask))
+
+    def drop_last_observation(self) -> None:
+        """End the trajectory on the model's last reply, as the released code did: an observation the
+        model will never answer is not part of it."""
+        if self.reply_end is None:
+            return
+        tokens, mask = self.reply_end
+        self.token_ids, self.mask = self.token_ids[:tokens], self.mask[:mask]
+        if self.logprobs is not None:
+            self.logprobs = self.logprobs[:mask]
 
     def note_weights(self, server_fields: dict[str, Any], global_steps: Any) -> None:
         """First call's `min_global_steps`, last call's `max_global_steps` (the step's own version when
@@ -176,6 +201,16 @@ class SealAgentLoop(AgentLoopBase):
         self.settings = resolved.settings
         self.client = env_client(self.settings)
         self.response_length = int(self.rollout_config.response_length)
+        window = self.rollout_config.get("max_model_len") or (
+            int(self.rollout_config.prompt_length) + self.response_length
+        )
+        self.window = int(window)
+        self.limits = ContextLimits(
+            max_llm_calls=self.settings.max_llm_calls,
+            max_env_tokens=self.settings.max_env_tokens,
+            context_tokens=self.window - self.response_length,
+        )
+        self.encode, self.decode = tokenizer_codec(self.tokenizer)
         self._prompt_cut = False
         if uses_chatml(self.tokenizer) and not isinstance(
             self.continuous_token_builder, QwenContinuousTokenBuilder
@@ -224,18 +259,23 @@ class SealAgentLoop(AgentLoopBase):
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         task_id = _task_id(kwargs)
-        rollout = _Rollout()
-        episode = open_episode(self.client, task_id, self.mode, self.settings.protocol)
-        try:
-            async with episode:
-                await self._play(episode, rollout, sampling_params, kwargs.get("global_steps"))
-        except EnvServiceError as exc:
-            rollout.env_error = str(exc)
-            LOG.warning("environment failed %s (%s episode): %s", task_id, self.mode, exc)
+        for attempt in range(ENV_ATTEMPTS):
+            rollout = _Rollout()
+            episode = open_episode(self.client, task_id, self.mode, self.settings.protocol)
+            try:
+                async with episode:
+                    await self._play(episode, rollout, sampling_params, kwargs.get("global_steps"))
+                break
+            except EnvServiceError as exc:
+                rollout.env_error = str(exc)
+                again = "playing it again from the start" if attempt + 1 < ENV_ATTEMPTS else "giving up"
+                LOG.warning("environment failed %s (%s episode), %s: %s", task_id, self.mode, again, exc)
         if not rollout.prompt_ids:
             rollout.prompt_ids = await self.ct_build_initial_tokens(list(kwargs["raw_prompt"]))
             rollout.token_ids = list(rollout.prompt_ids)
         result = episode.result
+        response_tokens = len(rollout.token_ids) - len(rollout.prompt_ids)
+        trained = 0 if rollout.env_error else sum(rollout.mask[: self.response_length])
         fields = TrajectoryFields(
             task_id=task_id,
             category=result.category if result else category_of(task_id),
@@ -246,7 +286,11 @@ class SealAgentLoop(AgentLoopBase):
             interface_version=episode.interface_version,
             reward=result.reward if result and not rollout.env_error else 0.0,
             llm_calls=rollout.llm_calls,
-            truncated=rollout.truncated or bool(result and result.truncated),
+            truncated=rollout.cut != "none" or bool(result and result.truncated),
+            cut=rollout.cut,
+            response_tokens=response_tokens,
+            trained_tokens=trained,
+            trained_cut=response_tokens > self.response_length,
             env_error=rollout.env_error,
             env_seconds=episode.env_seconds,
             gen_seconds=rollout.gen_seconds,
@@ -263,17 +307,21 @@ class SealAgentLoop(AgentLoopBase):
     async def _play(
         self, episode: EpisodeSession, rollout: _Rollout, sampling_params: dict[str, Any], global_steps: Any
     ) -> None:
-        """Generate and step until the episode is done or a limit is reached."""
+        """Generate and step until the episode is done or a limit cuts it (`rollout.cut`)."""
         rollout.messages = list(episode.messages)
         rollout.prompt_ids = await self._initial_tokens(rollout.messages)
         rollout.token_ids = list(rollout.prompt_ids)
         if self._prompt_cut:
-            rollout.truncated = True
+            rollout.cut = "context"
             return
         request_id = trajectory_request_id(episode.task_id, self.mode)
+        per_call = self.settings.max_tokens_per_call or self.response_length
         while True:
-            left = self.response_length - len(rollout.mask)
-            max_tokens = min(left, self.settings.max_tokens_per_call or left)
+            if self.limits.context_full(len(rollout.token_ids)):
+                rollout.cut = "context"
+                rollout.drop_last_observation()
+                return
+            max_tokens = min(per_call, self.window - len(rollout.token_ids))
             start = time.perf_counter()
             output = await self.server_manager.generate(
                 request_id,
@@ -290,36 +338,42 @@ class SealAgentLoop(AgentLoopBase):
                 rollout.token_ids, sampled, rollout.mask, rollout.logprobs, assistant_logprobs=logprobs
             )
             rollout.token_ids = merged.token_ids
+            rollout.mark_reply_end()
             if not sampled or sampled[-1] not in self.end_of_turn_ids:
-                rollout.truncated = True  # cut by max_tokens: not a whole message, never sent
+                rollout.cut = "generation"  # a reply cut by max_tokens: not a whole message, never sent
                 return
             action = self.tokenizer.decode(sampled, skip_special_tokens=True)
             rollout.actions.append(action)
             stepped = await episode.step(action)
             if stepped["done"]:
                 return
-            if rollout.llm_calls >= self.settings.max_llm_calls:
-                rollout.truncated = True
+            if rollout.llm_calls >= self.limits.max_llm_calls:
+                rollout.cut = "calls"
                 return
+            observation = clip_messages(
+                stepped["observation"], self.encode, self.decode, self.limits.max_env_tokens
+            )
             previous = [*rollout.messages, {"role": "assistant", "content": action}]
-            rollout.messages = [*previous, *stepped["observation"]]
-            rollout.observations.append(list(stepped["observation"]))
+            rollout.messages = [*previous, *observation]
+            rollout.observations.append(observation)
             merged, rollout.mask, rollout.logprobs = await self.ct_merge_context_msg(
                 previous, rollout.messages, rollout.token_ids, rollout.mask, rollout.logprobs
             )
             rollout.token_ids = merged.token_ids
-            if len(rollout.mask) >= self.response_length:
-                rollout.truncated = True
-                return
 
     def _output(self, rollout: _Rollout, fields: TrajectoryFields) -> AgentLoopOutput:
-        """Cut to `response_length` (verl does not); an empty response becomes one masked end token."""
+        """Cut to `response_length` (verl does not); an empty response becomes one masked end token; an
+        env-error trajectory has no loss token."""
         response = rollout.token_ids[len(rollout.prompt_ids) :][: self.response_length]
         mask = rollout.mask[: self.response_length]
         logprobs = rollout.logprobs[: self.response_length] if rollout.logprobs is not None else None
         if not response:
             response, mask = [self.filler_id], [0]
             logprobs = [0.0] if logprobs is not None else None
+        if logprobs is None and self.rollout_config.get("calculate_log_probs", False):
+            logprobs = [0.0] * len(mask)  # nothing sampled; the batch's rows must all carry log-probs
+        if fields.env_error:
+            mask = [0] * len(mask)  # an infrastructure failure must not train the policy
         return AgentLoopOutput(
             prompt_ids=rollout.prompt_ids,
             response_ids=response,
@@ -340,6 +394,7 @@ class SealAgentLoop(AgentLoopBase):
             "task_id": fields.task_id,
             "mode": fields.mode,
             "truncated": fields.truncated,
+            "cut": fields.cut,
             "env_error": fields.env_error,
             "prompt_ids": output.prompt_ids,
             "response_ids": output.response_ids,

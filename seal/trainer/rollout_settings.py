@@ -27,10 +27,16 @@ class RolloutSettings:
     """Tool prompt and tool-call format of the episodes (Table 4: bfcl_qwen_fc, i.e. `qwen_fc`)."""
     max_llm_calls: int = 20
     """LLM calls per episode, all user turns together (Table 4: at most 20 interaction steps, counted
-    per whole episode as the released code does); reaching it ends the trajectory as truncated."""
+    per whole episode as the released code does); reaching it ends the trajectory (cut `calls`). The
+    other stop is the context: a call whose prompt would pass `max_model_len − max_response_length`
+    tokens is not made (cut `context`)."""
+    max_env_tokens: int | None = 4096
+    """Each environment message the model reads is clipped to this many tokens, token-exact, with a
+    marker saying how much was cut (the released code's `max_env_len`); null keeps them whole."""
     max_tokens_per_call: int | None = None
-    """`max_tokens` of one generation; None = all that is left of `rollout.response_length`. Never
-    more than what is left: the response budget covers the whole multi-turn interaction."""
+    """`max_tokens` of one generation; None = `max_response_length`, the released code's per-call
+    budget. The trained response is the first `max_response_length` tokens of the whole episode; the
+    episode is played on past that cut and scored on its end."""
     env_timeout_s: float = 60.0
     """Bound on one environment request, retries included."""
     env_retries: int = 3
@@ -54,6 +60,8 @@ class RolloutSettings:
             )
         if self.max_llm_calls < 1:
             raise ValueError("seal.rollout.max_llm_calls must be at least 1")
+        if self.max_env_tokens is not None and self.max_env_tokens < 64:
+            raise ValueError("seal.rollout.max_env_tokens must be at least 64 (or null)")
         if self.max_tokens_per_call is not None and self.max_tokens_per_call < 1:
             raise ValueError("seal.rollout.max_tokens_per_call must be at least 1 (or null)")
         if not 0.0 <= self.max_env_error_share <= 1.0:

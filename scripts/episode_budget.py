@@ -1,0 +1,146 @@
+"""What the episode limits leave passable: every task's ground truth, played through the agent loop.
+
+    python scripts/episode_budget.py --tokenizer /models/smollm2                   # exp/SEAL.yaml, all 800
+    python scripts/episode_budget.py --tokenizer DIR --conf exp/smoke_gpu.yaml --split val --json
+    python scripts/episode_budget.py --tokenizer DIR -- seal.rollout.max_env_tokens=2048
+
+Each task's ground-truth replies are "sampled" by a scripted server and played through `SealAgentLoop`
+with the experiment's own limits, context builder and tokenizer (no model, no GPU): `max_llm_calls`,
+the context stop at `max_model_len − max_response_length`, environment messages clipped to
+`max_env_tokens`, and the trained response cut at `max_response_length`. Per category it prints how many
+episodes complete (and pass), how many a limit cut (context, calls, a reply over its max_tokens), and how
+many had trained tokens cut. Every completed ground-truth episode must score 1 (apart from the known
+defects of `GROUND_TRUTH_DEFECTS`): exit 1 names any that did not. `--tokenizer` is a local model folder
+(tokenizer and config.json, e.g. from scripts/make_smoke_model.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from tqdm import tqdm
+
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+
+from seal.bfcl.tasks import CATEGORIES, GROUND_TRUTH_DEFECTS, SPLITS, load_tasks, split_ids  # noqa: E402
+
+COLUMNS = ("n", "completed", "passed", "cut_context", "cut_calls", "cut_generation", "trained_cut")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="episode_budget.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--tokenizer", type=Path, required=True, help="local model folder (tokenizer)")
+    parser.add_argument("--conf", type=Path, default=PROJECT / "exp" / "SEAL.yaml", help="experiment")
+    parser.add_argument("--split", choices=(*SPLITS, "all"), default="all", help="tasks (default: all)")
+    parser.add_argument(
+        "--mode", choices=("train", "eval"), default="train", help="train: with Ω (default); eval: raw"
+    )
+    parser.add_argument("--json", action="store_true", help="print the table as one JSON object")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides of the experiment, after --")
+    return parser.parse_args(argv)
+
+
+def tally(trajectories: Sequence[object]) -> dict[str, dict[str, int]]:
+    """`{category: {"n", "completed", "passed", "cut_context", "cut_calls", "cut_generation",
+    "trained_cut"}}`: completed = played to its end (no cut, no environment error)."""
+    table = {category: Counter({column: 0 for column in COLUMNS}) for category in CATEGORIES}
+    for played in trajectories:
+        fields = played.fields
+        row = table[fields.category]
+        row["n"] += 1
+        completed = fields.cut == "none" and not fields.truncated and not fields.env_error
+        row["completed"] += completed
+        row["passed"] += completed and fields.reward == 1.0
+        if fields.cut != "none":
+            row[f"cut_{fields.cut}"] += 1
+        row["trained_cut"] += fields.trained_cut
+    return {category: dict(row) for category, row in table.items() if row["n"]}
+
+
+def render(table: dict[str, dict[str, int]], title: str) -> Table:
+    out = Table(title=title)
+    out.add_column("category")
+    for column in COLUMNS:
+        out.add_column(column, justify="right")
+    totals = Counter()
+    for category, row in table.items():
+        out.add_row(category, *(str(row[c]) for c in COLUMNS))
+        totals.update(row)
+    out.add_row("all", *(str(totals[c]) for c in COLUMNS), style="bold")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not (args.tokenizer / "config.json").is_file():
+        print(
+            f"episode_budget.py: {args.tokenizer} has no config.json (a model folder is needed)",
+            file=sys.stderr,
+        )
+        return 2
+    from transformers import AutoTokenizer
+
+    from seal.protocol.ground_truth import ground_truth_actions
+    from seal.trainer.experiment import ExperimentError, compose_experiment
+    from seal.trainer.scripted_rollout import play_scripts
+
+    try:
+        config = compose_experiment(
+            args.conf, [f"actor_rollout_ref.model.path={args.tokenizer.resolve()}", *args.overrides]
+        )
+    except ExperimentError as exc:
+        print(f"episode_budget.py: {exc}", file=sys.stderr)
+        return 2
+    logging.getLogger("verl").setLevel(logging.ERROR)  # one builder warning per loop would drown the table
+    tokenizer = AutoTokenizer.from_pretrained(str(args.tokenizer), local_files_only=True)
+    task_ids = list(load_tasks()) if args.split == "all" else list(split_ids(args.split))
+    protocol = config.seal.rollout.protocol
+    scripts = {(task_id, args.mode): ground_truth_actions(task_id, protocol) for task_id in task_ids}
+    with tqdm(total=len(scripts), desc="ground truth", unit="ep", file=sys.stderr, disable=args.json) as bar:
+        played = play_scripts(config, tokenizer, scripts, progress=bar.update)
+    table = tally(played)
+    if args.json:
+        print(json.dumps(table))
+    else:
+        rollout = config.actor_rollout_ref.rollout
+        limits = config.seal.rollout
+        title = (
+            f"{args.conf.name}, {args.split}, {args.mode} mode: max_llm_calls {limits.max_llm_calls}, "
+            f"context {rollout.max_model_len} − {rollout.response_length}, "
+            f"env messages ≤ {limits.max_env_tokens} tokens"
+        )
+        Console(width=120).print(render(table, title))
+    failed = [
+        p.fields.task_id
+        for p in played
+        if p.fields.cut == "none"
+        and not p.fields.truncated
+        and not p.fields.env_error
+        and p.fields.reward != 1.0
+        and p.fields.task_id not in GROUND_TRUTH_DEFECTS
+    ]
+    defects = sorted(GROUND_TRUTH_DEFECTS & {p.fields.task_id for p in played})
+    if defects and not args.json:
+        print(f"known ground-truth defect(s), not counted as failures: {', '.join(defects)}")
+    if failed:
+        print(
+            f"FAIL: {len(failed)} completed ground-truth episode(s) scored 0: {', '.join(failed)}",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
