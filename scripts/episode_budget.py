@@ -17,6 +17,7 @@ defects of `GROUND_TRUTH_DEFECTS`): exit 1 names any that did not. `--tokenizer`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -43,6 +44,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tokenizer", type=Path, required=True, help="local model folder (tokenizer)")
     parser.add_argument("--conf", type=Path, default=PROJECT / "exp" / "SEAL.yaml", help="experiment")
     parser.add_argument("--split", choices=(*SPLITS, "all"), default="all", help="tasks (default: all)")
+    parser.add_argument("--tasks", help="comma-separated task ids instead of a split")
     parser.add_argument(
         "--mode", choices=("train", "eval"), default="train", help="train: with Ω (default); eval: raw"
     )
@@ -105,9 +107,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("verl").setLevel(logging.ERROR)  # one builder warning per loop would drown the table
     tokenizer = AutoTokenizer.from_pretrained(str(args.tokenizer), local_files_only=True)
     task_ids = list(load_tasks()) if args.split == "all" else list(split_ids(args.split))
+    if args.tasks:
+        task_ids = [task_id.strip() for task_id in args.tasks.split(",") if task_id.strip()]
+        unknown = sorted(set(task_ids) - set(load_tasks()))
+        if unknown:
+            print(f"episode_budget.py: unknown task id(s): {', '.join(unknown)}", file=sys.stderr)
+            return 2
     protocol = config.seal.rollout.protocol
     scripts = {(task_id, args.mode): ground_truth_actions(task_id, protocol) for task_id in task_ids}
-    with tqdm(total=len(scripts), desc="ground truth", unit="ep", file=sys.stderr, disable=args.json) as bar:
+    bar = tqdm(total=len(scripts), desc="ground truth", unit="ep", file=sys.stderr, disable=args.json)
+    with bar, contextlib.redirect_stdout(sys.stderr):  # verl prints its dataset class: stdout is the table
         played = play_scripts(config, tokenizer, scripts, progress=bar.update)
     table = tally(played)
     if args.json:

@@ -1,0 +1,46 @@
+"""scripts/episode_budget.py: ground truth through the real agent loop under an experiment's limits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.rollout_helpers import TASKS, model_folder
+from tests.script_module import load_script
+
+episode_budget = load_script("episode_budget")
+SEAL_YAML = Path(__file__).resolve().parents[1] / "exp" / "SEAL.yaml"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return model_folder(tmp_path_factory.mktemp("chatml"))
+
+
+def budget(folder: Path, capsys: pytest.CaptureFixture[str], *overrides: str) -> dict:
+    argv = ["--tokenizer", str(folder), "--conf", str(SEAL_YAML), "--tasks", ",".join(TASKS), "--json"]
+    assert episode_budget.main([*argv, *overrides]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_under_the_paper_limits_every_ground_truth_completes_and_passes(folder, capsys):
+    table = budget(folder, capsys)
+    assert set(table) == {task.rsplit("_", 1)[0] for task in TASKS}
+    for row in table.values():
+        assert row["n"] == row["completed"] == row["passed"] == 1
+        assert row["cut_context"] == row["cut_calls"] == row["trained_cut"] == 0
+
+
+def test_tighter_limits_are_counted_per_cut(folder, capsys):
+    table = budget(folder, capsys, "data.max_response_length=64", "seal.rollout.max_llm_calls=2")
+    rows = table.values()
+    assert sum(row["cut_calls"] for row in rows) >= 1 and sum(row["trained_cut"] for row in rows) >= 3
+    for row in rows:
+        assert row["completed"] + row["cut_context"] + row["cut_calls"] + row["cut_generation"] == row["n"]
+
+
+def test_a_folder_without_a_model_config_is_refused_in_one_line(tmp_path, capsys):
+    assert episode_budget.main(["--tokenizer", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
