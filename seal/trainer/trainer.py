@@ -18,15 +18,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import transfer_queue as tq
 from omegaconf import DictConfig
 from tensordict import TensorDict
 from transfer_queue import KVBatchMeta
+from verl.protocol import DataProto
 from verl.trainer.ppo.v1 import PPOTrainerSync
+from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+from verl.workers.utils.padding import response_to_nested
 
 from seal.env.client import EnvServiceError, HttpEnvClient
 from seal.trainer.closed_loop import ClosedLoop
+from seal.trainer.env_failures import check_env_error_share
 from seal.trainer.settings import settings_from_config
 from seal.trainer.trajectory import TrajectoryFields
 from seal.trainer.val_test import score_rows, split_of
@@ -51,25 +56,36 @@ class SealPPOTrainer(PPOTrainerSync):
 
     # -- the advantage step -----------------------------------------------------------------------
     def _compute_advantage(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
-        batch = super()._compute_advantage(batch, metrics)
-        started = time.perf_counter()
-        enabled = self.seal_settings.apatch.enabled
-        fields = ["extra_fields", "advantages"] if enabled else ["extra_fields"]
-        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=fields)
+        """verl's advantages over the healthy rows, then SEAL's step over the real (non-padding) rows.
+
+        verl's padding rows (tag `is_padding`, zero mask, advantage 0) are left as verl made them and
+        never reach C_t, ρ or the metrics. `env_error` rows get advantage 0 and their GRPO groups'
+        statistics come from the healthy rows only; without env errors the advantages are verl's, bit
+        for bit, before A-Patch.
+        """
+        real = [key for key, tag in zip(batch.keys, batch.tags, strict=True) if not tag.get("is_padding")]
+        data = tq.kv_batch_get(
+            keys=real, partition_id=batch.partition_id, select_fields=["extra_fields", "uid"]
+        )
         trajectories = [
             TrajectoryFields.from_extra_fields(extra) for extra in data.pop("extra_fields").tolist()
         ]
-        rows = list(data["advantages"].unbind()) if enabled else []
+        groups = [str(uid) for uid in data.pop("uid").tolist()]
+        failed = [key for key, t in zip(real, trajectories, strict=True) if t.env_error]
+        check_env_error_share(len(failed), len(real), self.global_steps, self.seal_settings.rollout)
+        batch = super()._compute_advantage(batch, metrics)
+        if failed:
+            healthy = [key for key, t in zip(real, trajectories, strict=True) if not t.env_error]
+            self._advantages_without_env_errors(batch.partition_id, healthy, failed)
+        started = time.perf_counter()
+        enabled = self.seal_settings.apatch.enabled
+        rows = advantage_rows(real, batch.partition_id) if enabled else []
         signs = [float(row.sum()) for row in rows] if enabled else [0.0] * len(trajectories)
         epoch = (self.global_steps - 1) // self.steps_per_epoch
-        result = self.closed_loop.step(trajectories, signs, self.global_steps, epoch)
+        result = self.closed_loop.step(trajectories, signs, self.global_steps, epoch, groups=groups)
         if enabled:
-            scaled = [row * factor for row, factor in zip(rows, result.factors, strict=True)]
-            nested = torch.nested.as_nested_tensor(scaled, layout=torch.jagged)
-            tq.kv_batch_put(
-                keys=batch.keys,
-                partition_id=batch.partition_id,
-                fields=TensorDict({"advantages": nested}, batch_size=len(batch)),
+            put_advantage_rows(
+                real, batch.partition_id, [row * f for row, f in zip(rows, result.factors, strict=True)]
             )
         metrics.update(result.metrics)
         metrics["timing_s/seal_apatch"] = time.perf_counter() - started
@@ -77,6 +93,39 @@ class SealPPOTrainer(PPOTrainerSync):
             self._evolve(self.closed_loop.profile.to_json(), metrics)
         self._append_step_record()
         return batch
+
+    def _advantages_without_env_errors(self, partition: str, healthy: list[str], failed: list[str]) -> None:
+        """verl's estimator once more, over the healthy rows alone (so an env error moves no group's mean
+        or std), as verl's `_compute_advantage` calls it; the `failed` rows get advantage and return 0.
+        The rewards are verl's token-level rewards of this step (KL-penalised when use_kl_in_reward)."""
+        algorithm = self.config.algorithm
+        rewards = "token_level_rewards" if algorithm.use_kl_in_reward else "rm_scores"
+        if healthy:
+            fields = ["uid", "response_mask", rewards]
+            data = tq.kv_batch_get(keys=healthy, partition_id=partition, select_fields=fields)
+            response_mask = data["response_mask"]
+            proto = DataProto(batch=data.to_padded_tensor())
+            proto.non_tensor_batch["uid"] = np.array(proto.batch.pop("uid").tolist(), dtype=object)
+            proto.batch["token_level_rewards"] = proto.batch[rewards]
+            proto = compute_advantage_for_multi_trajectories(
+                proto,
+                batch_keys=healthy,
+                adv_estimator=algorithm.adv_estimator,
+                gamma=algorithm.gamma,
+                lam=algorithm.lam,
+                num_repeat=self.config.actor_rollout_ref.rollout.n,
+                norm_adv_by_std_in_grpo=algorithm.get("norm_adv_by_std_in_grpo", True),
+                config=algorithm,
+            )
+            output = {
+                name: response_to_nested(proto.batch[name], response_mask)
+                for name in ("advantages", "returns")
+            }
+            tq.kv_batch_put(
+                keys=healthy, partition_id=partition, fields=TensorDict(output, batch_size=len(healthy))
+            )
+        zeros = [torch.zeros_like(row) for row in advantage_rows(failed, partition)]
+        put_advantage_rows(failed, partition, zeros, also_returns=True)
 
     def _evolve(self, profile: dict[str, Any], metrics: dict) -> None:
         """PUT C_t to the service; a failing service is logged and counted, never fatal to the step."""
@@ -192,6 +241,23 @@ def load_seal_state(loop: ClosedLoop, folder: Path) -> None:
         loop.load_json(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, json.JSONDecodeError) as exc:
         raise RuntimeError(f"{path}: {exc}") from exc
+
+
+def advantage_rows(keys: list[str], partition: str) -> list[torch.Tensor]:
+    """The `advantages` of `keys` in TransferQueue, one tensor per row (its response length)."""
+    data = tq.kv_batch_get(keys=keys, partition_id=partition, select_fields=["advantages"])
+    return list(data["advantages"].unbind())
+
+
+def put_advantage_rows(
+    keys: list[str], partition: str, rows: list[torch.Tensor], also_returns: bool = False
+) -> None:
+    """Write `rows` as the `advantages` (and, if asked, `returns`) of `keys`, nested as verl stores them."""
+    if not keys:
+        return
+    names = ("advantages", "returns") if also_returns else ("advantages",)
+    fields = {name: torch.nested.as_nested_tensor(rows, layout=torch.jagged) for name in names}
+    tq.kv_batch_put(keys=keys, partition_id=partition, fields=TensorDict(fields, batch_size=len(keys)))
 
 
 def _put_profile(rollout: Any, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
