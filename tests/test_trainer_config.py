@@ -184,6 +184,16 @@ def test_wrong_values_in_seal_are_refused_by_validation(override, message):
         validate_experiment(config, check_data=False)
 
 
+@pytest.mark.parametrize("experiment", ["SEAL", "vanilla_grpo"])
+def test_verl_s_legacy_trainer_is_refused_in_one_line(experiment):
+    config = compose_experiment(EXP / f"{experiment}.yaml", ["trainer.use_v1=false"])
+    with pytest.raises(
+        ExperimentError, match=r"^trainer\.use_v1=false: SEAL runs on verl's V1 trainer"
+    ) as raised:
+        validate_experiment(config, check_data=False)
+    assert "\n" not in str(raised.value)
+
+
 def test_missing_experiment_file_is_one_clear_error(tmp_path):
     with pytest.raises(ExperimentError, match="no experiment file"):
         compose_experiment(tmp_path / "nope.yaml")
