@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import functools
 import importlib.util
 import json
 import signal
@@ -69,9 +68,9 @@ class Entry:
 
 def verl_entry() -> Entry:
     from seal.trainer.experiment import train
-    from seal.trainer.val_test import evaluate_test
+    from seal.trainer.test_protocol import evaluate_test
 
-    return Entry(train=train, evaluate_test=functools.partial(evaluate_test, run=train))
+    return Entry(train=train, evaluate_test=evaluate_test)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -13,11 +13,11 @@ from omegaconf import DictConfig
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
+from seal.trainer.test_protocol import evaluate_test
 from seal.trainer.val_test import (
     REPORT_NAME,
     TEST_FILE,
     checkpoint_steps,
-    evaluate_test,
     read_dump,
     score_rows,
     select_checkpoints,

@@ -1,20 +1,18 @@
-"""The val/test protocol of the paper: select on val, report test for the best-val and the last checkpoint.
+"""Scoring of the paper's val/test protocol: pass rates of a validation pass, and the checkpoint choice.
 
 During training verl validates on `data.val_files` (the 100 val tasks) before training and every
 `trainer.test_freq` steps and dumps `{validation_data_dir}/{step}.jsonl`. `select_checkpoints` reads only
 those files and the checkpoint folders: the best checkpoint is the saved step with the highest val mean
-(the mean of the four per-category pass rates; the earliest step wins a tie). `evaluate_test` then runs
-verl's `val_only` pass on the 300 test tasks for the best and the last checkpoint
-(`resume_mode=resume_path`), each into its own folder under `<run>/test/`, which selection never reads:
-test numbers cannot influence the choice.
+(the mean of the four per-category pass rates; the earliest step wins a tie).
+`seal.trainer.test_protocol` runs the test passes on top of this module.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -145,44 +143,6 @@ def test_config(
     trainer.logger = ["console"]
     test.seal.interface.adapt = False
     return test
-
-
-def evaluate_test(
-    config: DictConfig,
-    run: Callable[[DictConfig], None] | None = None,
-    test_files: Path = TEST_FILE,
-) -> dict[str, Any]:
-    """Select on val, evaluate the best-val and the last checkpoint on test, write and return the report.
-
-    `config` is the training run's composed config; `run` executes one config (default: `train`).
-    The report lands in `{checkpoints}/../test_report.json` and each pass's dump in `test/global_step_N/`.
-    """
-    if run is None:
-        from seal.trainer.experiment import train
-
-        run = train
-    checkpoint_dir = Path(config.trainer.default_local_dir)
-    run_dir = checkpoint_dir.parent
-    selection = select_checkpoints(Path(config.trainer.validation_data_dir), checkpoint_dir)
-    scores: dict[int, SplitScore] = {}
-    for step in sorted({selection.best_step, selection.last_step}):
-        out_dir = run_dir / "test" / f"{CHECKPOINT_PREFIX}{step}"
-        run(test_config(config, checkpoint_dir / f"{CHECKPOINT_PREFIX}{step}", out_dir, test_files))
-        scores[step] = read_dump(out_dir / f"{step}.jsonl")
-    report = {
-        "selection": {
-            "rule": "best val mean over saved checkpoints (earliest on a tie)",
-            "best_step": selection.best_step,
-            "last_step": selection.last_step,
-            "val_mean": {str(step): mean for step, mean in selection.val_mean.items()},
-        },
-        "test": {
-            "best": asdict(scores[selection.best_step]),
-            "last": asdict(scores[selection.last_step]),
-        },
-    }
-    (run_dir / REPORT_NAME).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return report
 
 
 def _category_order(category: str) -> tuple[int, str]:
