@@ -34,7 +34,7 @@ from seal.trainer.closed_loop import ClosedLoop
 from seal.trainer.env_failures import check_env_error_share
 from seal.trainer.settings import settings_from_config
 from seal.trainer.trajectory import TrajectoryFields
-from seal.trainer.val_test import score_rows, split_of
+from seal.trainer.val_test import MISSING, missing_rows, score_rows, split_of
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +150,8 @@ class SealPPOTrainer(PPOTrainerSync):
     def _val_metrics_update(
         self, data_sources, sample_uids, reward_extra_infos_dict, sample_turns, expected_acc_counts=None
     ) -> dict[str, float]:
-        """verl's per-data-source metrics plus the paper's numbers: pass rate per category and their mean."""
+        """verl's per-data-source metrics plus the paper's numbers: pass rate per category and their mean,
+        a task without a row counted as failed (`val-aux/seal/missing_rows` says how many)."""
         metrics = super()._val_metrics_update(
             data_sources,
             sample_uids,
@@ -164,19 +165,41 @@ class SealPPOTrainer(PPOTrainerSync):
                 f"{len(scores)} validation rewards for {len(data_sources)} samples: verl lists the scores "
                 "under 'reward', so an agent loop's reward_extra_info must not have a 'reward' key"
             )
+        task_ids = reward_extra_infos_dict.get("task_id", [])
+        if len(task_ids) != len(scores):
+            raise ValueError(
+                f"{len(task_ids)} task ids for {len(scores)} validation rows: SealAgentLoop's "
+                "reward_extra_info names every row's task_id"
+            )
         rows = [
-            {"category": str(source), "score": float(score)}
-            for source, score in zip(data_sources, scores, strict=True)
+            {"task_id": task_id, "category": str(source), "score": float(score)}
+            for task_id, source, score in zip(task_ids, data_sources, scores, strict=True)
         ]
+        rows += missing_rows(self.val_task_ids(), task_ids)
         score = score_rows(rows, self.global_steps)
         metrics.update({f"val-aux/seal/pass_rate/{c}": rate for c, rate in score.by_category.items()})
         metrics["val-core/seal/pass_rate_mean"] = score.mean
+        metrics["val-aux/seal/missing_rows"] = float(len(score.missing_task_ids))
         return metrics
 
     def _dump_generations(self, inputs, outputs, gts, scores, reward_extra_infos_dict, dump_path) -> None:
-        """verl's per-step validation JSONL, with each row's split beside the agent loop's fields."""
-        extra = {**reward_extra_infos_dict, "split": [split_of(task_id) for task_id in gts]}
-        super()._dump_generations(inputs, outputs, gts, scores, extra, dump_path)
+        """verl's per-step validation JSONL, with each row's split beside the agent loop's fields, and a
+        `missing` row (score 0) for each validation task that came back without one."""
+        filler = [row["task_id"] for row in missing_rows(self.val_task_ids(), gts)]
+        n, k = len(gts), len(filler)
+        gts = [*gts, *filler]
+        extra = {
+            key: [*values, *[None] * k] for key, values in reward_extra_infos_dict.items() if len(values) == n
+        }
+        extra["split"] = [split_of(task_id) for task_id in gts]
+        extra[MISSING] = [False] * n + [True] * k
+        super()._dump_generations(
+            [*inputs, *[""] * k], [*outputs, *[""] * k], gts, [*scores, *[0.0] * k], extra, dump_path
+        )
+
+    def val_task_ids(self) -> list[str]:
+        """The task ids verl's validation set holds (its rows' ground truth), in order."""
+        return [str(reward["ground_truth"]) for reward in self.val_dataset.dataframe["reward_model"]]
 
     # -- checkpoints --------------------------------------------------------------------------------
     def _save_checkpoint(self) -> None:
