@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import functools
 import importlib.util
 import json
 import signal
@@ -30,6 +29,7 @@ from typing import Any
 from omegaconf import DictConfig, open_dict
 
 from env_service.process import ServiceStartError, is_healthy, running_service
+from seal.trainer.env_failures import env_service_failure_in
 from seal.trainer.experiment import ExperimentError, compose_experiment, validate_experiment
 from seal.trainer.override_types import OverrideTypeError, check_override_types
 from seal.trainer.plan import FLASH_ATTENTION, attention_kernel, format_plan, plan_rows
@@ -68,9 +68,9 @@ class Entry:
 
 def verl_entry() -> Entry:
     from seal.trainer.experiment import train
-    from seal.trainer.val_test import evaluate_test
+    from seal.trainer.test_protocol import evaluate_test
 
-    return Entry(train=train, evaluate_test=functools.partial(evaluate_test, run=train))
+    return Entry(train=train, evaluate_test=evaluate_test)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -150,11 +150,22 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
         if args.test and finished(run_dir, config):
             print(f"{run_dir} holds a finished run: training skipped")
         else:
-            entry.train(config)
+            train(entry, config)
             mark_finished(run_dir, config)
         if args.test:
             print(json.dumps(entry.evaluate_test(config)["test"], indent=2))
     return 0
+
+
+def train(entry: Entry, config: DictConfig) -> None:
+    """Run the entry's training; a run stopped by its environment service ends in that one line."""
+    try:
+        entry.train(config)
+    except Exception as exc:
+        failure = env_service_failure_in(exc)
+        if failure is None:
+            raise
+        raise LaunchError(str(failure)) from exc
 
 
 def preflight(config: DictConfig, url: str) -> SealSettings:

@@ -3,8 +3,9 @@
     python tests/launcher_stand_in.py MODE REPORT.json [launcher arguments...]
 
 The stand-in `train` writes what it saw to REPORT.json (the service URL in the config, whether it answers
-/healthz, the pids of the launcher's service children), then per MODE returns, raises, or waits to be
-interrupted. Its `evaluate_test` records that it ran. No GPU is needed.
+/healthz, the pids of the launcher's service children), then per MODE returns, raises, raises an
+`EnvServiceFailure` wrapped as Ray hands it over from the trainer's actor, or waits to be interrupted.
+Its `evaluate_test` records that it ran. No GPU is needed.
 """
 
 from __future__ import annotations
@@ -17,13 +18,16 @@ from typing import Any
 
 import psutil
 from omegaconf import DictConfig
+from ray.exceptions import RayTaskError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import launcher
 from env_service.process import is_healthy
+from seal.trainer.env_failures import EnvServiceFailure
 
-MODES = ("return", "raise", "wait")
+MODES = ("return", "raise", "env_failure", "wait")
+ENV_FAILURE = "seal: 3 of 4 trajectories at step 2 failed on the environment service (stand-in)"
 
 
 def service_children() -> list[int]:
@@ -52,6 +56,11 @@ def main() -> int:
         write()
         if mode == "raise":
             raise RuntimeError("stand-in trainer failed")
+        if mode == "env_failure":
+            cause = EnvServiceFailure(ENV_FAILURE)
+            raise RayTaskError(
+                "SealTaskRunner.run", "Traceback (most recent call last): ...", cause
+            ).as_instanceof_cause()
         if mode == "wait":
             time.sleep(120)
 

@@ -26,6 +26,7 @@ from seal.dataset import parquet_bytes
 from seal.trainer.experiment import compose_experiment
 from seal.trainer.override_types import OverrideTypeError, check_override_types
 from seal.trainer.preflight import PreflightError, check_data
+from tests.launcher_stand_in import ENV_FAILURE
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_EXPERIMENTS = sorted(p for p in (ROOT / "exp").glob("*.yaml") if not p.stem.startswith("smoke_"))
@@ -295,6 +296,15 @@ def test_an_error_in_the_trainer_stops_the_service_and_exits_non_zero(tmp_path):
     report = json.loads(report_path.read_text())
     assert report["healthy"]
     assert_gone(report["service_pids"])
+
+
+def test_a_run_stopped_by_its_environment_service_ends_in_one_line_without_a_traceback(tmp_path):
+    process, report_path = launch_stand_in("env_failure", tmp_path)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 1
+    assert err.strip().splitlines()[-1] == f"launcher: {ENV_FAILURE}"
+    assert "Traceback" not in err
+    assert_gone(json.loads(report_path.read_text())["service_pids"])
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])

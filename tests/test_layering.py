@@ -99,6 +99,63 @@ def test_nothing_below_the_trainer_imports_the_training_stack(heavy: str):
     assert violations(below, lambda _, name: within(name, heavy)) == []
 
 
+def import_graph(paths: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the modules among `paths` it imports (`from m import name` counts as importing m)."""
+    modules = {".".join(path.relative_to(root).with_suffix("").parts): path for path in paths}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = set()
+        for imported in imported_modules(path):
+            parts = imported.split(".")
+            prefixes = (".".join(parts[:n]) for n in range(len(parts), 0, -1))
+            target = next((prefix for prefix in prefixes if prefix in modules), None)
+            if target is not None and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of `graph` as [a, b, ..., a], or [] when the arrows all run one way."""
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> list[str]:
+        if module in path:
+            return [*path[path.index(module) :], module]
+        if module in done:
+            return []
+        for target in sorted(graph[module]):
+            cycle = visit(target, [*path, module])
+            if cycle:
+                return cycle
+        done.add(module)
+        return []
+
+    for module in sorted(graph):
+        cycle = visit(module, [])
+        if cycle:
+            return cycle
+    return []
+
+
+def test_the_cycle_finder_sees_a_circle_through_a_lazy_import(tmp_path: Path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "top.py").write_text("from pkg.middle import run\n")
+    (package / "middle.py").write_text("import os\n\ndef run():\n    from pkg.bottom import f\n")
+    (package / "bottom.py").write_text("def f():\n    from pkg.top import x\n")
+    graph = import_graph(sorted(package.glob("*.py")), root=tmp_path)
+    assert import_cycle(graph) == ["pkg.bottom", "pkg.top", "pkg.middle", "pkg.bottom"]
+    graph["pkg.bottom"] = set()
+    assert import_cycle(graph) == []
+
+
+def test_the_trainer_package_has_no_import_cycle():
+    """The arrows run one way: launcher -> test_protocol -> experiment -> task_runner -> trainer ->
+    val_test (scoring), never back up (docs/design.md §2)."""
+    assert import_cycle(import_graph(modules_under("seal/trainer"))) == []
+
+
 def test_the_smoke_model_builder_needs_no_training_stack():
     """`make_smoke_model.py` runs on a GPU node before verl and Ray are installed there."""
     script = ROOT / "scripts" / "make_smoke_model.py"

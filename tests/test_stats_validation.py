@@ -77,7 +77,7 @@ def write_steps(run: Path) -> None:
             trajectory("multi_turn_base_0", 1.0 if label == "pass" else 0.0, [label] * n)
             for label, n in counts.items()
         ]
-        loop.step(batch, [0.0] * len(batch), step, epoch=0)
+        loop.step(batch, [0.0] * len(batch), step, epoch=0, groups=["uid0"] * len(batch))
         lines.append({"step": step, **loop.to_json()})
         if step == 2:
             lines.append({"step": step, **loop.to_json()})

@@ -83,7 +83,7 @@ def train_steps(trainer: SealPPOTrainer, steps: int, first: int = 1) -> None:
     """SEAL's part of training steps `first` to `steps`: C_t, ρ and Evolve on the live service."""
     for step in range(first, steps + 1):
         trainer.global_steps = step
-        trainer.closed_loop.step(batch(step), [1.0, -1.0, -1.0, 1.0], step, epoch=0)
+        trainer.closed_loop.step(batch(step), [1.0, -1.0, -1.0, 1.0], step, epoch=0, groups=["uid0"] * 4)
         trainer._evolve(trainer.closed_loop.profile.to_json(), {})
 
 

@@ -7,12 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
-from seal.dataset import DATA_DIR
+from seal.dataset import DATA_DIR, parquet_bytes
 from seal.tocf.apatch import APatchConfig
 from seal.tocf.labels import DEFAULT_RHO
+from seal.trainer.chatml import chatml_tokenizer
 from seal.trainer.experiment import PROJECT_ROOT, ExperimentError, compose_experiment, validate_experiment
 from seal.trainer.settings import APatchSettings, SealSettings, settings_from_config
 
@@ -184,6 +186,16 @@ def test_wrong_values_in_seal_are_refused_by_validation(override, message):
         validate_experiment(config, check_data=False)
 
 
+@pytest.mark.parametrize("experiment", ["SEAL", "vanilla_grpo"])
+def test_verl_s_legacy_trainer_is_refused_in_one_line(experiment):
+    config = compose_experiment(EXP / f"{experiment}.yaml", ["trainer.use_v1=false"])
+    with pytest.raises(
+        ExperimentError, match=r"^trainer\.use_v1=false: SEAL runs on verl's V1 trainer"
+    ) as raised:
+        validate_experiment(config, check_data=False)
+    assert "\n" not in str(raised.value)
+
+
 def test_missing_experiment_file_is_one_clear_error(tmp_path):
     with pytest.raises(ExperimentError, match="no experiment file"):
         compose_experiment(tmp_path / "nope.yaml")
@@ -202,3 +214,24 @@ def test_the_task_runner_is_a_ray_actor_built_on_verls_v1_runner():
 
     assert issubclass(SealTaskRunner.__ray_actor_class__, TaskRunnerV1.__ray_actor_class__)
     assert callable(SealTaskRunner.remote)
+
+
+def test_the_trainer_s_prompt_loaders_leave_no_worker_process_behind(tmp_path):
+    """verl's V1 trainer keeps its train iterator after fit() returns; worker processes of it would be
+    SIGKILLed when Ray tears the trainer's actor down, and PyTorch would report that as a crash."""
+    from seal.trainer.trainer import SealPPOTrainer
+
+    files = {split: tmp_path / f"{split}.parquet" for split in ("train", "val")}
+    for split, path in files.items():
+        path.write_bytes(parquet_bytes(split))
+    trainer = object.__new__(SealPPOTrainer)
+    trainer.config = compose_experiment(
+        EXP / "SEAL.yaml", [f"data.train_files={files['train']}", f"data.val_files={files['val']}"]
+    )
+    trainer.tokenizer, trainer.processor = chatml_tokenizer(["hello"], 300), None
+    trainer.trainer_mode, trainer.parameter_sync_step = "sync", 1
+    before = {child.pid for child in psutil.Process().children(recursive=True)}
+    trainer._init_dataloader()
+    assert len(trainer._fetch_one_gen_batch()["uid"]) == trainer.config.data.train_batch_size
+    assert len(next(iter(trainer.val_dataloader))["raw_prompt"]) == 100
+    assert {child.pid for child in psutil.Process().children(recursive=True)} <= before

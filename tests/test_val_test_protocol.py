@@ -6,21 +6,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from datasets import Dataset
 from omegaconf import DictConfig
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
+from seal.trainer.test_protocol import evaluate_test
 from seal.trainer.val_test import (
     REPORT_NAME,
     TEST_FILE,
     checkpoint_steps,
-    evaluate_test,
     read_dump,
     score_rows,
     select_checkpoints,
+    split_of,
     validation_history,
 )
 
@@ -168,34 +171,98 @@ def test_a_run_without_a_validated_checkpoint_is_a_clear_error(run):
         select_checkpoints(val_dir, Path(run.trainer.default_local_dir))
 
 
-def test_validation_logs_the_pass_rate_per_category_and_their_mean():
+def trainer_validating(task_ids: list[str]):
+    """A SealPPOTrainer (no model) whose validation set holds `task_ids`, as verl's RLHFDataset does."""
     from seal.trainer.trainer import SealPPOTrainer
 
     trainer = object.__new__(SealPPOTrainer)
     trainer.global_steps = 10
-    rows = dump_rows(10, VAL[10], 25)
-    metrics = trainer._val_metrics_update(
+    frame = Dataset.from_list([{"reward_model": {"style": "rule", "ground_truth": t}} for t in task_ids])
+    trainer.val_dataset = SimpleNamespace(dataframe=frame)
+    return trainer
+
+
+def val_metrics(trainer, rows: list[dict[str, Any]]) -> dict[str, float]:
+    return trainer._val_metrics_update(
         data_sources=[row["category"] for row in rows],
         sample_uids=[f"u{i}" for i in range(len(rows))],
-        reward_extra_infos_dict={"reward": [row["score"] for row in rows]},
+        reward_extra_infos_dict={
+            "reward": [row["score"] for row in rows],
+            "task_id": [row["task_id"] for row in rows],
+        },
         sample_turns=[2] * len(rows),
     )
+
+
+def test_validation_logs_the_pass_rate_per_category_and_their_mean():
+    rows = dump_rows(10, VAL[10], 25)
+    trainer = trainer_validating([row["task_id"] for row in rows])
+    metrics = val_metrics(trainer, rows)
     assert metrics["val-core/seal/pass_rate_mean"] == pytest.approx(sum(VAL[10]) / 100)
     assert metrics["val-aux/seal/pass_rate/multi_turn_base"] == pytest.approx(VAL[10][0] / 25)
     assert metrics["val-core/multi_turn_base/reward/mean@1"] == pytest.approx(VAL[10][0] / 25)  # verl's own
+    assert metrics["val-aux/seal/missing_rows"] == 0.0
 
     doubled = {"reward": [row["score"] for row in rows] * 2}  # a reward_extra_info with its own 'reward' key
     with pytest.raises(ValueError, match="must not have a 'reward' key"):
         trainer._val_metrics_update([row["category"] for row in rows], list(range(len(rows))), doubled, [])
 
 
-def test_the_validation_dump_carries_each_rows_split(tmp_path):
-    from seal.trainer.trainer import SealPPOTrainer
+def test_a_val_task_without_a_row_is_scored_0_named_and_kept_in_the_denominator(tmp_path, caplog):
+    rows = dump_rows(10, VAL[10], 25)  # base: tasks 0..7 pass
+    trainer = trainer_validating([row["task_id"] for row in rows])
+    lost = ["multi_turn_base_0", "multi_turn_base_24"]  # a pass and a failure that verl dropped
+    kept = [row for row in rows if row["task_id"] not in lost]
 
-    trainer = object.__new__(SealPPOTrainer)
-    trainer.global_steps = 10
+    metrics = val_metrics(trainer, kept)
+    assert metrics["val-aux/seal/pass_rate/multi_turn_base"] == pytest.approx((VAL[10][0] - 1) / 25)
+    assert metrics["val-core/seal/pass_rate_mean"] == pytest.approx((sum(VAL[10]) - 1) / 100)
+    assert metrics["val-aux/seal/missing_rows"] == 2.0
+
     trainer._init_dump_executor()
+    extra = {key: [row[key] for row in kept] for key in ("task_id", "category", "labels")}
+    trainer._dump_generations(
+        [""] * len(kept),
+        [""] * len(kept),
+        [row["gts"] for row in kept],
+        [row["score"] for row in kept],
+        extra,
+        str(tmp_path),
+    )
+    trainer._shutdown_dump_executor()
+    with caplog.at_level("WARNING"):
+        score = read_dump(tmp_path / "10.jsonl")
+    assert score.n == 100 and score.missing_task_ids == lost
+    assert score.by_category["multi_turn_base"] == pytest.approx((VAL[10][0] - 1) / 25)
+    assert (
+        "2 task(s) came back without a validation row and count as failed: " + ", ".join(lost) in caplog.text
+    )
+    written = [json.loads(line) for line in (tmp_path / "10.jsonl").read_text().splitlines()]
+    assert [(row["gts"], row["score"], row["split"]) for row in written if row["missing"]] == [
+        (task_id, 0.0, split_of(task_id)) for task_id in lost
+    ]
+
+
+def test_the_test_report_names_the_tasks_without_a_row(run):
+    class LosesOneTask(ValOnlyPass):
+        def __call__(self, config: DictConfig) -> None:
+            super().__call__(config)
+            step = int(config.trainer.resume_from_path.rsplit("global_step_", 1)[1])
+            folder = Path(config.trainer.validation_data_dir)
+            rows = [json.loads(line) for line in (folder / f"{step}.jsonl").read_text().splitlines()]
+            rows[0] = {**rows[0], "score": 0.0, "missing": True}  # as SealPPOTrainer writes a lost row
+            write_dump(folder, step, rows)
+
+    report = evaluate_test(run, run=LosesOneTask({20: (40, 30, 25, 20), 30: (45, 28, 26, 24)}))
+    assert report["test"]["best"]["missing_task_ids"] == ["multi_turn_base_0"]
+    assert report["test"]["best"]["n"] == 300
+    assert report["test"]["best"]["by_category"]["multi_turn_base"] == pytest.approx(39 / 75)
+
+
+def test_the_validation_dump_carries_each_rows_split(tmp_path):
     gts = [split_ids("train")[0], "not_a_task", split_ids("val")[0], split_ids("test")[0]]
+    trainer = trainer_validating(gts)
+    trainer._init_dump_executor()
     n = len(gts)
     trainer._dump_generations(["in"] * n, ["out"] * n, gts, [0.0] * n, {"labels": ["[]"] * n}, str(tmp_path))
     trainer._shutdown_dump_executor()

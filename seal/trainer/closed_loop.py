@@ -1,10 +1,11 @@
 """SEAL's own work in a training step, apart from verl: C_t, ρ, the A-Patch factors, metrics, the saved state.
 
-`ClosedLoop.step` takes one batch's trajectories (labels as the environment computed them) and the sign
-of each one's GRPO advantage, and returns the factor to multiply each advantage by, plus the step's
-`seal/` metrics. A trajectory whose environment failed (`env_error`) keeps factor 1 and is left out of
-C_t. Trajectories are the `TrajectoryFields` the agent loop wrote into each sample's `extra_fields`.
-The trainer does the I/O (TransferQueue, the environment service, the checkpoint folder).
+`ClosedLoop.step` takes one batch's trajectories (labels as the environment computed them), the sign
+of each one's GRPO advantage and its GRPO group (verl's `uid`), and returns the factor to multiply each
+advantage by, plus the step's `seal/` metrics. A trajectory whose environment failed (`env_error`; its
+advantage is 0) keeps factor 1 and is left out of C_t and of the reward metrics. Trajectories are the
+`TrajectoryFields` the agent loop wrote into each sample's `extra_fields`; verl's padding rows never get
+here. The trainer does the I/O (TransferQueue, the environment service, the checkpoint folder).
 """
 
 from __future__ import annotations
@@ -43,11 +44,19 @@ class ClosedLoop:
         self.window_epoch = 0
 
     def step(
-        self, trajectories: Sequence[TrajectoryFields], signs: Sequence[float], step: int, epoch: int
+        self,
+        trajectories: Sequence[TrajectoryFields],
+        signs: Sequence[float],
+        step: int,
+        epoch: int,
+        *,
+        groups: Sequence[str],
     ) -> StepResult:
         """Add the batch to C_t, update ρ (dynamic mode), compute the factors; `step` counts from 1."""
-        if len(trajectories) != len(signs):
-            raise ValueError(f"{len(trajectories)} trajectories but {len(signs)} advantage signs")
+        if not len(trajectories) == len(signs) == len(groups):
+            raise ValueError(
+                f"{len(trajectories)} trajectories but {len(signs)} advantage signs and {len(groups)} groups"
+            )
         if self.settings.reset_window_each_epoch and epoch != self.window_epoch:
             self.profile.reset_window()
             self.window_epoch = epoch
@@ -59,6 +68,7 @@ class ClosedLoop:
         if settings.mode == "dynamic":
             self.apatch.update(self.profile, self.apatch_config)
         metrics = _batch_metrics(trajectories)
+        metrics.update(_reward_metrics(trajectories, groups))
         if settings.enabled:
             unit = [float((s > 0) - (s < 0)) for s in signs]
             scaled, apatch_metrics = apply_apatch(unit, labels, self.apatch.rho, self.apatch_config, step - 1)
@@ -113,6 +123,23 @@ class ClosedLoop:
             raise ValueError(f"SEAL state: window_epoch must be a non-negative integer, got {epoch!r}")
         self.profile, self.apatch, self.window_epoch = profile, apatch, epoch
         self.interface = None if interface is None else dict(interface)
+
+
+def _reward_metrics(trajectories: Sequence[TrajectoryFields], groups: Sequence[str]) -> dict[str, float]:
+    """Over the healthy trajectories: the mean reward, and the share of GRPO groups whose rewards are not
+    all equal (the groups that give GRPO a learning signal); groups with no healthy row are not counted."""
+    rewards: dict[str, list[float]] = {}
+    for t, group in zip(trajectories, groups, strict=True):
+        if not t.env_error:
+            rewards.setdefault(group, []).append(t.reward)
+    if not rewards:
+        return {}
+    healthy = [r for members in rewards.values() for r in members]
+    mixed = sum(len(set(members)) > 1 for members in rewards.values())
+    return {
+        f"{PREFIX}/reward/mean": sum(healthy) / len(healthy),
+        f"{PREFIX}/groups/mixed_share": mixed / len(rewards),
+    }
 
 
 def _batch_metrics(trajectories: Sequence[TrajectoryFields]) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """Experiment configs: compose an exp/*.yaml with overrides, check it, train it (GPUs only for `train`).
 
     cfg = compose_experiment(Path("exp/SEAL.yaml"), ["trainer.total_epochs=1"])
-    validate_experiment(cfg)     # verl's validate_config plus the `seal:` section's own checks
+    validate_experiment(cfg)     # verl's validate_config, the V1 trainer, the `seal:` section's checks
     train(cfg)                   # what verl's main() does, with SealTaskRunner
 
 Relative data paths in a config are relative to the project root; relative output folders
@@ -79,6 +79,10 @@ def validate_experiment(config: DictConfig, check_data: bool = True) -> SealSett
         settings = settings_from_config(config)
     except (ValueError, OmegaConfBaseException) as exc:
         raise ExperimentError(f"seal: {_one_line(exc)}") from exc
+    if not config.trainer.use_v1:
+        raise ExperimentError(
+            "trainer.use_v1=false: SEAL runs on verl's V1 trainer (TransferQueue) only; leave it true"
+        )
     try:
         validate_config(
             config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config)

@@ -18,18 +18,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import transfer_queue as tq
 from omegaconf import DictConfig
 from tensordict import TensorDict
 from transfer_queue import KVBatchMeta
+from verl.protocol import DataProto
 from verl.trainer.ppo.v1 import PPOTrainerSync
+from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+from verl.workers.utils.padding import response_to_nested
 
 from seal.env.client import EnvServiceError, HttpEnvClient
 from seal.trainer.closed_loop import ClosedLoop
+from seal.trainer.env_failures import check_env_error_share
 from seal.trainer.settings import settings_from_config
 from seal.trainer.trajectory import TrajectoryFields
-from seal.trainer.val_test import score_rows, split_of
+from seal.trainer.val_test import MISSING, missing_rows, score_rows, split_of
 
 logger = logging.getLogger(__name__)
 
@@ -51,25 +56,36 @@ class SealPPOTrainer(PPOTrainerSync):
 
     # -- the advantage step -----------------------------------------------------------------------
     def _compute_advantage(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
-        batch = super()._compute_advantage(batch, metrics)
-        started = time.perf_counter()
-        enabled = self.seal_settings.apatch.enabled
-        fields = ["extra_fields", "advantages"] if enabled else ["extra_fields"]
-        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=fields)
+        """verl's advantages over the healthy rows, then SEAL's step over the real (non-padding) rows.
+
+        verl's padding rows (tag `is_padding`, zero mask, advantage 0) are left as verl made them and
+        never reach C_t, ρ or the metrics. `env_error` rows get advantage 0 and their GRPO groups'
+        statistics come from the healthy rows only; without env errors the advantages are verl's, bit
+        for bit, before A-Patch.
+        """
+        real = [key for key, tag in zip(batch.keys, batch.tags, strict=True) if not tag.get("is_padding")]
+        data = tq.kv_batch_get(
+            keys=real, partition_id=batch.partition_id, select_fields=["extra_fields", "uid"]
+        )
         trajectories = [
             TrajectoryFields.from_extra_fields(extra) for extra in data.pop("extra_fields").tolist()
         ]
-        rows = list(data["advantages"].unbind()) if enabled else []
+        groups = [str(uid) for uid in data.pop("uid").tolist()]
+        failed = [key for key, t in zip(real, trajectories, strict=True) if t.env_error]
+        check_env_error_share(len(failed), len(real), self.global_steps, self.seal_settings.rollout)
+        batch = super()._compute_advantage(batch, metrics)
+        if failed:
+            healthy = [key for key, t in zip(real, trajectories, strict=True) if not t.env_error]
+            self._advantages_without_env_errors(batch.partition_id, healthy, failed)
+        started = time.perf_counter()
+        enabled = self.seal_settings.apatch.enabled
+        rows = advantage_rows(real, batch.partition_id) if enabled else []
         signs = [float(row.sum()) for row in rows] if enabled else [0.0] * len(trajectories)
         epoch = (self.global_steps - 1) // self.steps_per_epoch
-        result = self.closed_loop.step(trajectories, signs, self.global_steps, epoch)
+        result = self.closed_loop.step(trajectories, signs, self.global_steps, epoch, groups=groups)
         if enabled:
-            scaled = [row * factor for row, factor in zip(rows, result.factors, strict=True)]
-            nested = torch.nested.as_nested_tensor(scaled, layout=torch.jagged)
-            tq.kv_batch_put(
-                keys=batch.keys,
-                partition_id=batch.partition_id,
-                fields=TensorDict({"advantages": nested}, batch_size=len(batch)),
+            put_advantage_rows(
+                real, batch.partition_id, [row * f for row, f in zip(rows, result.factors, strict=True)]
             )
         metrics.update(result.metrics)
         metrics["timing_s/seal_apatch"] = time.perf_counter() - started
@@ -77,6 +93,39 @@ class SealPPOTrainer(PPOTrainerSync):
             self._evolve(self.closed_loop.profile.to_json(), metrics)
         self._append_step_record()
         return batch
+
+    def _advantages_without_env_errors(self, partition: str, healthy: list[str], failed: list[str]) -> None:
+        """verl's estimator once more, over the healthy rows alone (so an env error moves no group's mean
+        or std), as verl's `_compute_advantage` calls it; the `failed` rows get advantage and return 0.
+        The rewards are verl's token-level rewards of this step (KL-penalised when use_kl_in_reward)."""
+        algorithm = self.config.algorithm
+        rewards = "token_level_rewards" if algorithm.use_kl_in_reward else "rm_scores"
+        if healthy:
+            fields = ["uid", "response_mask", rewards]
+            data = tq.kv_batch_get(keys=healthy, partition_id=partition, select_fields=fields)
+            response_mask = data["response_mask"]
+            proto = DataProto(batch=data.to_padded_tensor())
+            proto.non_tensor_batch["uid"] = np.array(proto.batch.pop("uid").tolist(), dtype=object)
+            proto.batch["token_level_rewards"] = proto.batch[rewards]
+            proto = compute_advantage_for_multi_trajectories(
+                proto,
+                batch_keys=healthy,
+                adv_estimator=algorithm.adv_estimator,
+                gamma=algorithm.gamma,
+                lam=algorithm.lam,
+                num_repeat=self.config.actor_rollout_ref.rollout.n,
+                norm_adv_by_std_in_grpo=algorithm.get("norm_adv_by_std_in_grpo", True),
+                config=algorithm,
+            )
+            output = {
+                name: response_to_nested(proto.batch[name], response_mask)
+                for name in ("advantages", "returns")
+            }
+            tq.kv_batch_put(
+                keys=healthy, partition_id=partition, fields=TensorDict(output, batch_size=len(healthy))
+            )
+        zeros = [torch.zeros_like(row) for row in advantage_rows(failed, partition)]
+        put_advantage_rows(failed, partition, zeros, also_returns=True)
 
     def _evolve(self, profile: dict[str, Any], metrics: dict) -> None:
         """PUT C_t to the service; a failing service is logged and counted, never fatal to the step."""
@@ -101,7 +150,8 @@ class SealPPOTrainer(PPOTrainerSync):
     def _val_metrics_update(
         self, data_sources, sample_uids, reward_extra_infos_dict, sample_turns, expected_acc_counts=None
     ) -> dict[str, float]:
-        """verl's per-data-source metrics plus the paper's numbers: pass rate per category and their mean."""
+        """verl's per-data-source metrics plus the paper's numbers: pass rate per category and their mean,
+        a task without a row counted as failed (`val-aux/seal/missing_rows` says how many)."""
         metrics = super()._val_metrics_update(
             data_sources,
             sample_uids,
@@ -115,19 +165,41 @@ class SealPPOTrainer(PPOTrainerSync):
                 f"{len(scores)} validation rewards for {len(data_sources)} samples: verl lists the scores "
                 "under 'reward', so an agent loop's reward_extra_info must not have a 'reward' key"
             )
+        task_ids = reward_extra_infos_dict.get("task_id", [])
+        if len(task_ids) != len(scores):
+            raise ValueError(
+                f"{len(task_ids)} task ids for {len(scores)} validation rows: SealAgentLoop's "
+                "reward_extra_info names every row's task_id"
+            )
         rows = [
-            {"category": str(source), "score": float(score)}
-            for source, score in zip(data_sources, scores, strict=True)
+            {"task_id": task_id, "category": str(source), "score": float(score)}
+            for task_id, source, score in zip(task_ids, data_sources, scores, strict=True)
         ]
+        rows += missing_rows(self.val_task_ids(), task_ids)
         score = score_rows(rows, self.global_steps)
         metrics.update({f"val-aux/seal/pass_rate/{c}": rate for c, rate in score.by_category.items()})
         metrics["val-core/seal/pass_rate_mean"] = score.mean
+        metrics["val-aux/seal/missing_rows"] = float(len(score.missing_task_ids))
         return metrics
 
     def _dump_generations(self, inputs, outputs, gts, scores, reward_extra_infos_dict, dump_path) -> None:
-        """verl's per-step validation JSONL, with each row's split beside the agent loop's fields."""
-        extra = {**reward_extra_infos_dict, "split": [split_of(task_id) for task_id in gts]}
-        super()._dump_generations(inputs, outputs, gts, scores, extra, dump_path)
+        """verl's per-step validation JSONL, with each row's split beside the agent loop's fields, and a
+        `missing` row (score 0) for each validation task that came back without one."""
+        filler = [row["task_id"] for row in missing_rows(self.val_task_ids(), gts)]
+        n, k = len(gts), len(filler)
+        gts = [*gts, *filler]
+        extra = {
+            key: [*values, *[None] * k] for key, values in reward_extra_infos_dict.items() if len(values) == n
+        }
+        extra["split"] = [split_of(task_id) for task_id in gts]
+        extra[MISSING] = [False] * n + [True] * k
+        super()._dump_generations(
+            [*inputs, *[""] * k], [*outputs, *[""] * k], gts, [*scores, *[0.0] * k], extra, dump_path
+        )
+
+    def val_task_ids(self) -> list[str]:
+        """The task ids verl's validation set holds (its rows' ground truth), in order."""
+        return [str(reward["ground_truth"]) for reward in self.val_dataset.dataframe["reward_model"]]
 
     # -- checkpoints --------------------------------------------------------------------------------
     def _save_checkpoint(self) -> None:
@@ -192,6 +264,23 @@ def load_seal_state(loop: ClosedLoop, folder: Path) -> None:
         loop.load_json(json.loads(path.read_text(encoding="utf-8")))
     except (ValueError, json.JSONDecodeError) as exc:
         raise RuntimeError(f"{path}: {exc}") from exc
+
+
+def advantage_rows(keys: list[str], partition: str) -> list[torch.Tensor]:
+    """The `advantages` of `keys` in TransferQueue, one tensor per row (its response length)."""
+    data = tq.kv_batch_get(keys=keys, partition_id=partition, select_fields=["advantages"])
+    return list(data["advantages"].unbind())
+
+
+def put_advantage_rows(
+    keys: list[str], partition: str, rows: list[torch.Tensor], also_returns: bool = False
+) -> None:
+    """Write `rows` as the `advantages` (and, if asked, `returns`) of `keys`, nested as verl stores them."""
+    if not keys:
+        return
+    names = ("advantages", "returns") if also_returns else ("advantages",)
+    fields = {name: torch.nested.as_nested_tensor(rows, layout=torch.jagged) for name in names}
+    tq.kv_batch_put(keys=keys, partition_id=partition, fields=TensorDict(fields, batch_size=len(keys)))
 
 
 def _put_profile(rollout: Any, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:

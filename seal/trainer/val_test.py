@@ -1,20 +1,21 @@
-"""The val/test protocol of the paper: select on val, report test for the best-val and the last checkpoint.
+"""Scoring of the paper's val/test protocol: pass rates of a validation pass, and the checkpoint choice.
 
 During training verl validates on `data.val_files` (the 100 val tasks) before training and every
 `trainer.test_freq` steps and dumps `{validation_data_dir}/{step}.jsonl`. `select_checkpoints` reads only
 those files and the checkpoint folders: the best checkpoint is the saved step with the highest val mean
-(the mean of the four per-category pass rates; the earliest step wins a tie). `evaluate_test` then runs
-verl's `val_only` pass on the 300 test tasks for the best and the last checkpoint
-(`resume_mode=resume_path`), each into its own folder under `<run>/test/`, which selection never reads:
-test numbers cannot influence the choice.
+(the mean of the four per-category pass rates; the earliest step wins a tie). A task the trainer asked
+to validate and got no row for (a failed rollout, which verl drops) is written into the dump as a
+`missing` row with score 0, so it counts as a failure and is named, never dropped from the denominator.
+`seal.trainer.test_protocol` runs the test passes on top of this module.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,13 @@ from omegaconf import DictConfig
 from seal.bfcl.tasks import CATEGORIES, SPLITS, category_of, split_ids
 from seal.dataset import DATA_DIR
 
+logger = logging.getLogger(__name__)
+
 CHECKPOINT_PREFIX = "global_step_"
 TEST_FILE = DATA_DIR / "bfcl_test.parquet"
 REPORT_NAME = "test_report.json"
+MISSING = "missing"
+"""Dump field: true on the row written for a task that was to be validated but came back without a row."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,8 @@ class SplitScore:
     n: int
     by_category: dict[str, float]
     mean: float
+    missing_task_ids: list[str] = field(default_factory=list)
+    """Tasks without a validation row, counted as failed (in `n` and in their category's rate)."""
 
 
 @dataclass(frozen=True)
@@ -48,13 +55,25 @@ class Selection:
     val_mean: dict[int, float]
 
 
+def missing_rows(expected: Iterable[str], present: Iterable[object]) -> list[dict[str, Any]]:
+    """A `missing` row with score 0 for each `expected` task id that has no row among `present` ids."""
+    seen = set(present)
+    return [
+        {"task_id": task_id, "category": category_of(task_id), "score": 0.0, MISSING: True}
+        for task_id in dict.fromkeys(expected)
+        if task_id not in seen
+    ]
+
+
 def score_rows(rows: Iterable[Mapping[str, Any]], step: int) -> SplitScore:
     """Pass rate per category (reward 1.0 is a pass) and their unweighted mean, over verl dump rows.
 
     A row's task id is its `task_id` field, else verl's `gts` (the dataset's ground truth is the task id);
-    its category is its `category` field, else the task id's prefix.
+    its category is its `category` field, else the task id's prefix. `missing` rows count as failures and
+    are named in the score and in a warning.
     """
     outcomes: dict[str, list[float]] = {}
+    missing: list[str] = []
     for row in rows:
         task_id = row.get("task_id") or row.get("gts")
         category = row.get("category") or (category_of(task_id) if isinstance(task_id, str) else None)
@@ -64,13 +83,26 @@ def score_rows(rows: Iterable[Mapping[str, Any]], step: int) -> SplitScore:
                 f"step {step}: a dump row without task id/category or numeric score: {row!r:.200}"
             )
         outcomes.setdefault(category, []).append(1.0 if score >= 1.0 else 0.0)
+        if row.get(MISSING):
+            missing.append(str(task_id))
     if not outcomes:
         raise ValueError(f"step {step}: no validation rows")
+    if missing:
+        logger.warning(
+            "step %s: %d task(s) came back without a validation row and count as failed: %s",
+            step,
+            len(missing),
+            ", ".join(missing),
+        )
     by_category = {
         c: sum(v) / len(v) for c, v in sorted(outcomes.items(), key=lambda kv: _category_order(kv[0]))
     }
     return SplitScore(
-        step, sum(map(len, outcomes.values())), by_category, sum(by_category.values()) / len(by_category)
+        step,
+        sum(map(len, outcomes.values())),
+        by_category,
+        sum(by_category.values()) / len(by_category),
+        missing,
     )
 
 
@@ -145,44 +177,6 @@ def test_config(
     trainer.logger = ["console"]
     test.seal.interface.adapt = False
     return test
-
-
-def evaluate_test(
-    config: DictConfig,
-    run: Callable[[DictConfig], None] | None = None,
-    test_files: Path = TEST_FILE,
-) -> dict[str, Any]:
-    """Select on val, evaluate the best-val and the last checkpoint on test, write and return the report.
-
-    `config` is the training run's composed config; `run` executes one config (default: `train`).
-    The report lands in `{checkpoints}/../test_report.json` and each pass's dump in `test/global_step_N/`.
-    """
-    if run is None:
-        from seal.trainer.experiment import train
-
-        run = train
-    checkpoint_dir = Path(config.trainer.default_local_dir)
-    run_dir = checkpoint_dir.parent
-    selection = select_checkpoints(Path(config.trainer.validation_data_dir), checkpoint_dir)
-    scores: dict[int, SplitScore] = {}
-    for step in sorted({selection.best_step, selection.last_step}):
-        out_dir = run_dir / "test" / f"{CHECKPOINT_PREFIX}{step}"
-        run(test_config(config, checkpoint_dir / f"{CHECKPOINT_PREFIX}{step}", out_dir, test_files))
-        scores[step] = read_dump(out_dir / f"{step}.jsonl")
-    report = {
-        "selection": {
-            "rule": "best val mean over saved checkpoints (earliest on a tie)",
-            "best_step": selection.best_step,
-            "last_step": selection.last_step,
-            "val_mean": {str(step): mean for step, mean in selection.val_mean.items()},
-        },
-        "test": {
-            "best": asdict(scores[selection.best_step]),
-            "last": asdict(scores[selection.last_step]),
-        },
-    }
-    (run_dir / REPORT_NAME).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return report
 
 
 def _category_order(category: str) -> tuple[int, str]:
