@@ -73,7 +73,7 @@ def torch_varlen_available() -> bool:
 def choose_attention(config: DictConfig) -> AttentionChoice:
     """The kernel `config`'s `seal.attention` asks for on this machine; AttentionError when the config
     contradicts it (another `attn_implementation`, Ulysses sequence parallelism with `torch_varlen`)."""
-    setting = str(config.seal.get("attention", AUTO))
+    setting = str(config.seal.attention)
     if setting not in ATTENTION_CHOICES:
         raise AttentionError(f"seal.attention must be one of {list(ATTENTION_CHOICES)}, got {setting!r}")
     choice = _auto() if setting == AUTO else _explicit(setting)
