@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.util
 import json
 import signal
 import sys
@@ -29,10 +28,11 @@ from typing import Any
 from omegaconf import DictConfig, open_dict
 
 from env_service.process import ServiceStartError, is_healthy, running_service
+from seal.trainer.attention_setting import AttentionChoice, AttentionError, configure_attention
 from seal.trainer.env_failures import env_service_failure_in
 from seal.trainer.experiment import ExperimentError, compose_experiment, validate_experiment
 from seal.trainer.override_types import OverrideTypeError, check_override_types
-from seal.trainer.plan import FLASH_ATTENTION, attention_kernel, format_plan, plan_rows
+from seal.trainer.plan import format_plan, plan_rows
 from seal.trainer.preflight import (
     PreflightError,
     check_data,
@@ -117,8 +117,9 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     config = compose(args.conf, args.overrides)
+    attention = attention_of(config)
     if entry.needs_gpus and not args.dry_run:
-        problem = gpu_problem(config)
+        problem = gpu_problem(config) or attention.problem
         if problem is not None:
             raise LaunchError(problem)
     settings = validate(config)
@@ -202,6 +203,15 @@ def validate(config: DictConfig) -> SealSettings:
         raise LaunchError(str(exc), status=2) from exc
 
 
+def attention_of(config: DictConfig) -> AttentionChoice:
+    """Resolve `seal.attention` on this machine into the model's verl keys, before Ray starts (a kernel the
+    workers could not load would fail there, minutes into the launch)."""
+    try:
+        return configure_attention(config)
+    except AttentionError as exc:
+        raise LaunchError(str(exc), status=2) from exc
+
+
 def gpu_problem(config: DictConfig) -> str | None:
     """Why this machine cannot train the config (checked before Ray starts), or None."""
     import torch
@@ -214,20 +224,7 @@ def gpu_problem(config: DictConfig) -> str | None:
         )
     if config.trainer.nnodes == 1 and found < wanted:
         return f"{found} GPU(s) visible but trainer.n_gpus_per_node={wanted}"
-    return attention_problem(config)
-
-
-def attention_problem(config: DictConfig) -> str | None:
-    """verl's FSDP workers load the model with flash-attention 2 unless the config names another kernel;
-    without the flash-attn package that fails in a Ray worker minutes into a launch: say so now, or None."""
-    if attention_kernel(config) != FLASH_ATTENTION or importlib.util.find_spec("flash_attn") is not None:
-        return None
-    return (
-        "the model loads with flash_attention_2 (verl's default) but flash-attn is not installed: install it "
-        "(pip install flash-attn==2.8.3 --no-build-isolation) or run with "
-        "+actor_rollout_ref.model.override_config.attn_implementation=sdpa "
-        "actor_rollout_ref.model.use_remove_padding=false"
-    )
+    return None
 
 
 def log_metrics_to(config: DictConfig, path: Path) -> None:

@@ -5,8 +5,9 @@
 # exp/smoke_gpu_vanilla.yaml): validation on 8 val tasks, 3 training steps, validation again, a checkpoint every
 # step; then prints the per-step table (scripts/step_table.py). A second call with
 # `trainer.total_training_steps=4 trainer.val_before_train=false` resumes from the last checkpoint.
-# paper-batch runs exp/smoke_gpu_paper_batch.yaml: one step of 32 prompts x 8 rollouts (Table 4's batch shape).
+# paper-batch runs exp/smoke_gpu_paper_batch.yaml: two steps of 32 prompts x 8 rollouts (Table 4's batch shape).
 # With N_GPUS > 1 the run is named e.g. smoke_gpu_2gpu, so it never resumes a checkpoint of another GPU count.
+# RUN_NAME=NAME names the run (its folder experiments/NAME), e.g. to compare seal.attention=sdpa with auto.
 set -uo pipefail
 model=${1:?usage: gpu_smoke.sh MODEL_DIR [seal|vanilla|paper-batch] [N_GPUS] [overrides ...]}
 kind=${2:-seal}
@@ -20,6 +21,7 @@ case "$kind" in
 esac
 name=$conf
 [ "$gpus" -gt 1 ] && name=${conf}_${gpus}gpu
+name=${RUN_NAME:-$name}
 # NVLink multicast stays off in every process (Ray's workers inherit these from the driver).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
 cd "$(dirname "$0")/.."

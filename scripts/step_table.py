@@ -4,9 +4,9 @@
 
 Reads verl's metrics of every launch of the run (`RUN/metrics/*.jsonl`, written by verl's `file` logger; the
 launcher gives each launch its own file) and prints, per training step, verl's phase timings, SEAL's own
-timings, the environment and generation seconds of the trajectories, the reward, the label shares, the
-A-Patch mean scale and Ω's version. With two runs it also compares their median step times over the steps
-after the first (the first holds compilation and warm-up), phase by phase.
+timings, the tokens, throughput and actor MFU, the environment and generation seconds of the trajectories,
+the reward, the label shares, the A-Patch mean scale and Ω's version. With two runs it also compares their
+median step times over the steps after the first (the first holds compilation and warm-up), phase by phase.
 """
 
 from __future__ import annotations
@@ -21,11 +21,16 @@ import pandas as pd
 COLUMNS = {
     "step s": "timing_s/step",
     "gen": "timing_s/gen",
+    "old_log_prob": "timing_s/old_log_prob",
+    "ref": "timing_s/ref",
     "adv": "timing_s/adv",
     "update_actor": "timing_s/update_actor",
     "update_weights": "timing_s/update_weights",
     "seal_apatch": "timing_s/seal_apatch",
     "seal_evolve": "timing_s/seal_evolve",
+    "tokens": "perf/total_num_tokens",
+    "tokens/s/GPU": "perf/throughput",
+    "MFU": "perf/mfu/actor",
     "env s/traj": "seal/env_seconds/mean",
     "gen s/traj": "seal/gen_seconds/mean",
     "reward": "critic/score/mean",

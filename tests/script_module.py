@@ -4,6 +4,7 @@ installs a top-level package of that name)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -13,5 +14,6 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 def load_script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"seal_script_{name}", SCRIPTS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the script is executed
     spec.loader.exec_module(module)
     return module

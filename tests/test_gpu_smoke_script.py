@@ -14,12 +14,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_smoke(tmp_path: Path, *args: str) -> tuple[int, list[list[str]]]:
+def run_smoke(tmp_path: Path, *args: str, **variables: str) -> tuple[int, list[list[str]]]:
     record = tmp_path / "commands.txt"
     python = tmp_path / "python"
     python.write_text(f'#!/bin/sh\necho "$@" >> {record}\n')
     python.chmod(0o755)
-    env = {**os.environ, "PYTHON": str(python)}
+    env = {**os.environ, "PYTHON": str(python), **variables}
     done = subprocess.run(
         ["bash", str(ROOT / "scripts" / "gpu_smoke.sh"), *args], env=env, capture_output=True, text=True
     )
@@ -42,6 +42,14 @@ def test_two_gpus_get_their_own_run_so_no_one_gpu_checkpoint_is_resumed(tmp_path
     assert "exp/smoke_gpu_vanilla.yaml" in launch and "trainer.n_gpus_per_node=2" in launch
     assert "trainer.experiment_name=smoke_gpu_vanilla_2gpu" in launch
     assert table == ["scripts/step_table.py", "experiments/smoke_gpu_vanilla_2gpu"]
+
+
+def test_run_name_names_the_run_and_its_table(tmp_path):
+    code, (launch, table) = run_smoke(
+        tmp_path, "/models/m", "seal", "1", "seal.attention=sdpa", RUN_NAME="padded"
+    )
+    assert code == 0 and "trainer.experiment_name=padded" in launch and launch[-1] == "seal.attention=sdpa"
+    assert table == ["scripts/step_table.py", "experiments/padded"]
 
 
 @pytest.mark.parametrize(

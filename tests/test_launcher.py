@@ -6,7 +6,6 @@ The lifecycle tests run the real launcher in a subprocess with a stand-in traine
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -346,44 +345,43 @@ def test_the_helper_serves_on_the_port_asked_for_and_frees_it(tmp_path):
 # -- no GPU ---------------------------------------------------------------------------------------------
 @pytest.fixture
 def no_flash_attn(monkeypatch):
-    """This machine without the flash-attn package, whatever it has."""
-    find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "flash_attn" else find_spec(name, *a)
-    )
+    """This machine without the flash-attn package, whatever it has: importing it fails."""
+    monkeypatch.setitem(sys.modules, "flash_attn", None)
 
 
-def test_a_gpu_node_without_flash_attn_is_told_in_one_line_before_anything_starts(
-    no_flash_attn, monkeypatch, capsys, tmp_path
-):
+@pytest.fixture
+def four_gpus(monkeypatch):
     import torch
 
-    monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
-    assert launcher.main(["--conf", SEAL]) == 1
+
+
+def test_a_gpu_node_without_flash_attn_is_refused_in_one_line_when_the_config_asks_for_it(
+    no_flash_attn, four_gpus, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    assert launcher.main(["--conf", SEAL, "--", "seal.attention=flash_attention_2"]) == 1
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert (
-        line.startswith("launcher: the model loads with flash_attention_2")
-        and "attn_implementation=sdpa" in line
-    )
+    assert line.startswith("launcher: seal.attention=flash_attention_2 but flash-attn does not import")
+    assert "seal.attention=auto" in line
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize(
-    ("conf", "overrides"),
-    [
-        ("smoke_gpu", []),
-        ("SEAL", ["+actor_rollout_ref.model.override_config.attn_implementation=sdpa"]),
-    ],
-)
-def test_a_config_that_names_another_attention_kernel_needs_no_flash_attn(no_flash_attn, conf, overrides):
-    config = compose_experiment(ROOT / "exp" / f"{conf}.yaml", overrides)
-    assert launcher.attention_problem(config) is None
+def test_without_flash_attn_the_default_trains_packed_on_torch_varlen(no_flash_attn, four_gpus):
+    config = compose_experiment(SEAL)
+    choice = launcher.attention_of(config)
+    assert (choice.kernel, choice.problem, launcher.gpu_problem(config)) == ("torch_varlen", None, None)
+    model = config.actor_rollout_ref.model
+    assert model.override_config.attn_implementation == "torch_varlen"
+    assert model.use_remove_padding and model.use_fused_kernels
+    assert model.external_lib == "seal.trainer.attention"
 
 
-def test_with_flash_attn_installed_the_default_kernel_is_fine(monkeypatch):
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
-    assert launcher.attention_problem(compose_experiment(ROOT / "exp" / "SEAL.yaml")) is None
+def test_a_kernel_named_beside_seal_attention_that_contradicts_it_is_a_bad_config(no_flash_attn, capsys):
+    override = "+actor_rollout_ref.model.override_config.attn_implementation=flash_attention_2"
+    assert launcher.main(["--conf", SEAL, "--dry-run", "--", override]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "attn_implementation=flash_attention_2 contradicts seal.attention=auto (torch_varlen)" in line
 
 
 def test_without_gpus_training_exits_non_zero_with_one_line_before_ray(tmp_path):

@@ -11,16 +11,8 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from seal.bfcl.tasks import split_ids
+from seal.trainer.attention_setting import choose_attention
 from seal.trainer.settings import SealSettings
-
-FLASH_ATTENTION = "flash_attention_2"
-"""The kernel verl's FSDP workers load the model with when `model.override_config` names none."""
-
-
-def attention_kernel(config: DictConfig) -> str:
-    """The attention implementation the actor and reference model are loaded with."""
-    override = config.actor_rollout_ref.model.get("override_config") or {}
-    return str(override.get("attn_implementation") or FLASH_ATTENTION)
 
 
 def plan_rows(config: DictConfig, settings: SealSettings) -> list[tuple[str, str, str]]:
@@ -78,11 +70,7 @@ def plan_rows(config: DictConfig, settings: SealSettings) -> list[tuple[str, str
         ),
         ("rollout replicas", str(gpus // replica_gpus), "GPUs / (rollout TP x DP x PP)"),
         ("rollout engine", str(rollout.name), "rollout.name"),
-        (
-            "attention",
-            f"{attention_kernel(config)}, remove padding {config.actor_rollout_ref.model.use_remove_padding}",
-            "model.override_config.attn_implementation, model.use_remove_padding",
-        ),
+        attention_row(config),
         (
             "epochs",
             f"{trainer.total_epochs} ({steps_per_epoch} steps per epoch, {total_steps} steps)",
@@ -112,6 +100,17 @@ def plan_rows(config: DictConfig, settings: SealSettings) -> list[tuple[str, str
         ("environment service", settings.rollout.env_url, "seal.rollout.env_url (launcher: --env-url)"),
         ("run folder", str(Path(trainer.default_local_dir).parent), "trainer.default_local_dir/.."),
     ]
+
+
+def attention_row(config: DictConfig) -> tuple[str, str, str]:
+    """The kernel `seal.attention` resolves to here, why, and the verl keys it sets."""
+    choice, model = choose_attention(config), config.actor_rollout_ref.model
+    return (
+        "attention",
+        f"{choice.kernel} ({choice.reason}), remove padding {model.use_remove_padding}, fused kernels "
+        f"{model.use_fused_kernels}",
+        "seal.attention -> model.override_config.attn_implementation, use_remove_padding, use_fused_kernels",
+    )
 
 
 def format_plan(rows: list[tuple[str, str, str]]) -> str:

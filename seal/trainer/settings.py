@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from seal.env.interface import PRESETS
 from seal.tocf.apatch import APatchConfig
 from seal.tocf.labels import DEFAULT_PRIORITY, TAXONOMIES, validate_priority
+from seal.trainer.attention_setting import ATTENTION_CHOICES, AUTO
 from seal.trainer.rollout_settings import RolloutSettings
 
 APATCH_MODES = ("off", "static", "dynamic")
@@ -101,10 +102,19 @@ class SealSettings:
     """The agent loop's settings; its `env_url` is also where the trainer sends C_t (Evolve)."""
     reset_window_each_epoch: bool = True
     """Start C_t's window afresh at every epoch, as the released code did; the total keeps counting."""
+    attention: str = AUTO
+    """Attention kernel of the actor and reference model: auto | flash_attention_2 | torch_varlen | sdpa.
+    auto: flash-attention 2 where flash-attn imports, else torch's own varlen kernels (torch 2.10+), else
+    padded sdpa. The launcher resolves it and sets the model's attn_implementation, use_remove_padding,
+    use_fused_kernels and external_lib (seal/trainer/attention_setting.py)."""
 
     def __post_init__(self) -> None:
         if self.taxonomy not in TAXONOMIES:
             raise ValueError(f"seal.taxonomy must be one of {list(TAXONOMIES)}, got {self.taxonomy!r}")
+        if self.attention not in ATTENTION_CHOICES:
+            raise ValueError(
+                f"seal.attention must be one of {list(ATTENTION_CHOICES)}, got {self.attention!r}"
+            )
         validate_priority(self.priority)
         if self.interface.adapt and self.rollout.client != "http":
             raise ValueError(

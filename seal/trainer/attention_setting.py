@@ -1,0 +1,169 @@
+"""`seal.attention`: the attention kernel the actor and reference model train with, as verl's keys.
+
+`auto` (the default) takes, on the machine that launches:
+- `flash_attention_2` where flash-attn imports (packed sequences, verl's default);
+- otherwise `torch_varlen` (`seal.trainer.attention`: torch's own FlashAttention-2 kernels, torch 2.10+) with
+  packed sequences and verl's fused log-prob kernels: without flash-attn, verl's log-prob code loops in Python
+  over the tokens of a packed micro-batch, which the fused kernels avoid;
+- otherwise `sdpa` with every micro-batch padded to its longest sample (correct, much slower).
+An explicit value takes that kernel. The launcher (and `seal.trainer.experiment.train`) resolves the setting
+before Ray starts and writes `actor_rollout_ref.model.override_config.attn_implementation`,
+`use_remove_padding`, `use_fused_kernels` and `external_lib` (the actor's and reference's settings follow the
+model's), so a kernel this machine lacks is refused in one line instead of failing in a worker. Nothing here
+imports torch or omegaconf at import time: `seal.trainer.attention` and its GPU check run on torch and
+transformers alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+FLASH_ATTENTION = "flash_attention_2"
+TORCH_VARLEN = "torch_varlen"
+SDPA = "sdpa"
+AUTO = "auto"
+ATTENTION_CHOICES = (AUTO, FLASH_ATTENTION, TORCH_VARLEN, SDPA)
+VARLEN_MODULE = "seal.trainer.attention"
+"""Imported by verl in every worker (`external_lib`); registers `torch_varlen` with transformers."""
+SEQUENCE_PARALLEL_KEYS = ("actor", "ref")
+"""The `actor_rollout_ref` sections whose `ulysses_sequence_parallel_size` (and `fsdp_config`'s) count."""
+
+
+class AttentionError(ValueError):
+    """A config whose attention cannot be resolved; the message is one line."""
+
+
+@dataclass(frozen=True)
+class AttentionChoice:
+    """The kernel a run trains with, why, and why this machine cannot train with it (None when it can)."""
+
+    kernel: str
+    reason: str
+    problem: str | None = None
+
+    @property
+    def remove_padding(self) -> bool:
+        """Packed sequences (`use_remove_padding`) for the flash kernels; padded micro-batches for sdpa."""
+        return self.kernel != SDPA
+
+
+def flash_attn_imports() -> bool:
+    """Whether the flash-attn package imports here (a wheel built for another torch fails to)."""
+    try:
+        importlib.import_module("flash_attn")
+    except ImportError:
+        return False
+    return True
+
+
+def torch_varlen_available() -> bool:
+    """Whether this torch has `torch.nn.attention.varlen` (torch 2.10 and later)."""
+    try:
+        importlib.import_module("torch.nn.attention.varlen")
+    except ImportError:
+        return False
+    return True
+
+
+def choose_attention(config: DictConfig) -> AttentionChoice:
+    """The kernel `config`'s `seal.attention` asks for on this machine; AttentionError when the config
+    contradicts it (another `attn_implementation`, Ulysses sequence parallelism with `torch_varlen`)."""
+    setting = str(config.seal.attention)
+    if setting not in ATTENTION_CHOICES:
+        raise AttentionError(f"seal.attention must be one of {list(ATTENTION_CHOICES)}, got {setting!r}")
+    choice = _auto() if setting == AUTO else _explicit(setting)
+    named = (config.actor_rollout_ref.model.get("override_config") or {}).get("attn_implementation")
+    if named is not None and named != choice.kernel:
+        raise AttentionError(
+            f"actor_rollout_ref.model.override_config.attn_implementation={named} contradicts "
+            f"seal.attention={setting} ({choice.kernel}): choose the kernel with seal.attention, one of "
+            f"{list(ATTENTION_CHOICES)}"
+        )
+    if choice.kernel == TORCH_VARLEN and _sequence_parallel(config) > 1:
+        raise AttentionError(
+            f"{TORCH_VARLEN} ({choice.reason}) has no Ulysses sequence parallelism: set "
+            "actor_rollout_ref.actor.ulysses_sequence_parallel_size=1, or install flash-attn"
+        )
+    return choice
+
+
+def apply_attention(config: DictConfig, choice: AttentionChoice) -> None:
+    """Write `choice` into the verl keys that load the actor and reference model, in place."""
+    from omegaconf import open_dict
+
+    model = config.actor_rollout_ref.model
+    with open_dict(model):
+        if model.get("override_config") is None:
+            model.override_config = {}
+        model.override_config.attn_implementation = choice.kernel
+        model.use_remove_padding = choice.remove_padding
+        if choice.kernel == TORCH_VARLEN:
+            model.use_fused_kernels = True
+            model.external_lib = _with_varlen_module(model.get("external_lib"))
+
+
+def configure_attention(config: DictConfig) -> AttentionChoice:
+    """Resolve `seal.attention` and write it into `config`; resolving a written config again is a no-op."""
+    choice = choose_attention(config)
+    apply_attention(config, choice)
+    return choice
+
+
+def _auto() -> AttentionChoice:
+    if flash_attn_imports():
+        return AttentionChoice(FLASH_ATTENTION, "auto: flash-attn imports")
+    torch_version = _torch_version()
+    if torch_varlen_available():
+        return AttentionChoice(TORCH_VARLEN, f"auto: no flash-attn, torch {torch_version} has varlen_attn")
+    return AttentionChoice(
+        SDPA, f"auto: no flash-attn, torch {torch_version} has no varlen_attn (2.10+): padded micro-batches"
+    )
+
+
+def _explicit(kernel: str) -> AttentionChoice:
+    reason = f"seal.attention={kernel}"
+    if kernel == FLASH_ATTENTION and not flash_attn_imports():
+        return AttentionChoice(
+            kernel,
+            reason,
+            "seal.attention=flash_attention_2 but flash-attn does not import: install it (pip install "
+            "flash-attn==2.8.3 --no-build-isolation) or leave seal.attention=auto (torch's varlen kernels)",
+        )
+    if kernel == TORCH_VARLEN and not torch_varlen_available():
+        return AttentionChoice(
+            kernel,
+            reason,
+            f"seal.attention=torch_varlen needs torch 2.10 or later (torch.nn.attention.varlen), this is "
+            f"torch {_torch_version()}: set seal.attention=auto",
+        )
+    return AttentionChoice(kernel, reason)
+
+
+def _torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)
+
+
+def _sequence_parallel(config: DictConfig) -> int:
+    sections = [config.actor_rollout_ref.get(key) for key in SEQUENCE_PARALLEL_KEYS]
+    sizes = [
+        int(place.get("ulysses_sequence_parallel_size") or 1)
+        for section in sections
+        if section is not None
+        for place in (section, section.get("fsdp_config") or {})
+    ]
+    return max(sizes, default=1)
+
+
+def _with_varlen_module(external_lib: str | list[str] | None) -> str | list[str]:
+    """verl's `external_lib` (one module name or a list) with `VARLEN_MODULE` among them."""
+    if external_lib is None or external_lib == VARLEN_MODULE:
+        return VARLEN_MODULE
+    modules = [external_lib] if isinstance(external_lib, str) else list(external_lib)
+    return modules if VARLEN_MODULE in modules else [*modules, VARLEN_MODULE]
