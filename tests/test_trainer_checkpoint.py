@@ -167,3 +167,30 @@ def test_a_checkpoint_without_seal_state_is_a_clear_error(tmp_path):
     with pytest.raises(RuntimeError, match="missing key"):
         load_seal_state(loop, tmp_path)
     assert loop.to_json() == before
+
+
+def test_step_metrics_give_the_share_of_each_cut_and_the_trained_tokens():
+    loop = ClosedLoop(settings_from_config(compose_experiment(PROJECT_ROOT / "exp" / "SEAL.yaml")))
+    batch = [
+        trajectory_fields("multi_turn_base_0", cut="none", trained_tokens=100, response_tokens=100),
+        trajectory_fields(
+            "multi_turn_base_1",
+            cut="context",
+            truncated=True,
+            trained_tokens=300,
+            response_tokens=900,
+            trained_cut=True,
+        ),
+        trajectory_fields(
+            "multi_turn_base_2", cut="calls", truncated=True, trained_tokens=50, response_tokens=60
+        ),
+        trajectory_fields(
+            "multi_turn_base_3", cut="context", truncated=True, trained_tokens=10, response_tokens=10
+        ),
+    ]
+    metrics = loop.step(batch, [0.0] * 4, step=1, epoch=0, groups=["a", "b", "c", "d"]).metrics
+    assert metrics["seal/cut_share/context"] == 0.5
+    assert metrics["seal/cut_share/calls"] == metrics["seal/cut_share/none"] == 0.25
+    assert metrics["seal/cut_share/generation"] == 0.0 and metrics["seal/truncated_share"] == 0.75
+    assert metrics["seal/trained_cut_share"] == 0.25
+    assert metrics["seal/trained_tokens/mean"] == 115.0 and metrics["seal/response_tokens/mean"] == 267.5

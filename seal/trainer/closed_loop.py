@@ -20,7 +20,7 @@ from seal.tocf.apatch import APatchState, apply_apatch
 from seal.tocf.labels import EXCLUDED
 from seal.tocf.profile import FailureProfile
 from seal.trainer.settings import SealSettings
-from seal.trainer.trajectory import TrajectoryFields
+from seal.trainer.trajectory import CUTS, TrajectoryFields
 
 STATE_VERSION = 1
 PREFIX = "seal"
@@ -143,7 +143,8 @@ def _reward_metrics(trajectories: Sequence[TrajectoryFields], groups: Sequence[s
 
 
 def _batch_metrics(trajectories: Sequence[TrajectoryFields]) -> dict[str, float]:
-    """Label shares, pass rate per category (and their mean), environment health and timings."""
+    """Label shares, pass rate per category (and their mean), environment health, what cut the
+    trajectories (`cut_share/*`), how much of their responses is trained, and timings."""
     metrics: dict[str, float] = {}
     healthy = [t for t in trajectories if not t.env_error]
     occurrences = Counter(label for t in healthy for label in t.labels)
@@ -164,6 +165,11 @@ def _batch_metrics(trajectories: Sequence[TrajectoryFields]) -> dict[str, float]
     if n:
         metrics[f"{PREFIX}/env_error_count"] = float(n - len(healthy))
         metrics[f"{PREFIX}/truncated_share"] = sum(t.truncated for t in trajectories) / n
+        for cut in CUTS:
+            metrics[f"{PREFIX}/cut_share/{cut}"] = sum(t.cut == cut for t in trajectories) / n
+        metrics[f"{PREFIX}/trained_cut_share"] = sum(t.trained_cut for t in trajectories) / n
+        metrics[f"{PREFIX}/trained_tokens/mean"] = sum(t.trained_tokens for t in trajectories) / n
+        metrics[f"{PREFIX}/response_tokens/mean"] = sum(t.response_tokens for t in trajectories) / n
         for name in ("env_seconds", "gen_seconds"):
             values = [getattr(t, name) for t in trajectories if math.isfinite(getattr(t, name))]
             if values:
