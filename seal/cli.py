@@ -77,13 +77,17 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from env_service.app import ServiceSettings, serve
+    from env_service.app import BindError, ServiceSettings, serve
 
     try:
         settings = settings_from_flags(ServiceSettings, args)
     except ValueError as exc:
         return _fail(str(exc))
-    serve(settings)
+    try:
+        serve(settings)
+    except BindError as exc:
+        print(f"seal serve: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
