@@ -50,6 +50,13 @@ def parse_action_log(text: str, where: str = "action log") -> dict[str, Any]:
 def read_action_logs(path: Path) -> list[dict[str, Any]]:
     """Every log of a JSONL file, validated before anything runs."""
     path = Path(path)
+    if path.is_dir():
+        hint = (
+            " (seal eval writes actions.jsonl into its --out folder)"
+            if (path / "actions.jsonl").is_file()
+            else ""
+        )
+        raise ActionLogError(f"{path} is a folder, not a JSONL file of action logs{hint}")
     if not path.is_file():
         raise ActionLogError(f"{path}: no such file")
     logs = []
