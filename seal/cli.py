@@ -148,7 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.set_defaults(handler=cmd_diagnose)
 
     data = commands.add_parser("data", help="write (or --check) data/bfcl_{train,val,test}.parquet")
-    data.add_argument("--check", action="store_true")
+    data.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing: check that each file exists and equals a fresh build of its split",
+    )
     data.set_defaults(handler=cmd_data)
     return parser
 

@@ -66,3 +66,13 @@ def test_every_line_the_service_logs_is_json_uvicorn_s_included(tmp_path):
     loggers = {record.get("logger") for record in records}
     assert "env_service" in loggers and any(name and name.startswith("uvicorn") for name in loggers)
     assert any("Application startup complete" in record.get("message", "") for record in records)
+
+
+def test_every_flag_of_every_seal_command_has_help():
+    from seal.cli import build_parser
+
+    (commands,) = [action for action in build_parser()._actions if action.dest == "command"]
+    for name, parser in commands.choices.items():
+        for action in parser._actions:
+            if action.option_strings and action.dest != "help":
+                assert action.help, f"seal {name} {action.option_strings[0]}"
