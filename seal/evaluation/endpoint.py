@@ -24,7 +24,11 @@ import httpx
 RETRY_STATUS = frozenset({408, 429})
 AUTH_STATUS = frozenset({401, 403})
 EXCERPT_CHARS = 200
+SHORT_EXCERPT_CHARS = 60
+"""Per body, where one line names two answers."""
 PREFLIGHT_TIMEOUT_S = 10.0
+NO_ROUTE_STATUS = frozenset({404, 405, 501})
+"""What a server without a chat-completions route answers a POST there."""
 MODEL_IN_REFUSAL = re.compile(r"model", re.IGNORECASE)
 """A 404 that names a model refuses the model (OpenAI's and vLLM's `model_not_found`); a bare one, the URL."""
 CONTEXT_REFUSAL = re.compile(r"maximum context length|context length|context window", re.IGNORECASE)
@@ -159,12 +163,12 @@ class ChatEndpoint:
     ) -> None:
         await self._client.aclose()
 
-    def _clean(self, text: str) -> str:
+    def _clean(self, text: str, limit: int = EXCERPT_CHARS) -> str:
         """One line, bounded, with the API key masked (a server may echo request headers)."""
         text = " ".join(text.split())
         if self._secret:
             text = text.replace(self._secret, "***")
-        return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
+        return text if len(text) <= limit else text[:limit] + "..."
 
     async def preflight(self) -> ModelInfo:
         """One cheap request, no retries: the endpoint answers, serves the model and accepts the key.
@@ -202,10 +206,10 @@ class ChatEndpoint:
             raise PreflightError(self._clean(self._unanswered(self.url, exc))) from None
         if response.status_code in AUTH_STATUS:
             raise PreflightError(self._refused_key(response))
-        if response.status_code == 404 and not MODEL_IN_REFUSAL.search(response.text):
+        if response.status_code in NO_ROUTE_STATUS and not MODEL_IN_REFUSAL.search(response.text):
+            answers = [self._answered(answer, SHORT_EXCERPT_CHARS) for answer in (listing, response)]
             raise PreflightError(
-                f"no OpenAI API at {httpx.URL(self.base_url).copy_with(userinfo=b'')}: "
-                f"{self._answered(listing)}, {self._answered(response)}; "
+                f"no OpenAI API at {httpx.URL(self.base_url).copy_with(userinfo=b'')}: {', '.join(answers)}; "
                 "is --base-url the API root (it usually ends in /v1)?"
             )
         if not response.is_success:
@@ -228,10 +232,11 @@ class ChatEndpoint:
             )
         return f"cannot reach {where}: {kind}: {exc or 'no detail'}"
 
-    def _answered(self, response: httpx.Response) -> str:
+    def _answered(self, response: httpx.Response, limit: int = EXCERPT_CHARS) -> str:
         """`URL answered HTTP n: body`, the body cleaned (or said to be empty), no user:password shown."""
         url = response.request.url.copy_with(userinfo=b"")
-        return f"{url} answered HTTP {response.status_code}: {self._clean(response.text) or '(empty body)'}"
+        body = self._clean(response.text, limit) or "(empty body)"
+        return f"{url} answered HTTP {response.status_code}: {body}"
 
     def _refused_key(self, response: httpx.Response) -> str:
         sent = "the API key" if self._secret else "no API key (set OPENAI_API_KEY or --api-key-env)"
