@@ -79,7 +79,7 @@ def test_a_folder_given_as_input_is_named_as_a_folder(tmp_path, capsys):
     assert main(["diagnose", "--input", str(tmp_path), "--out", str(tmp_path / "report")]) == 2
     error = capsys.readouterr().err.strip()
     assert error == (
-        f"seal: {tmp_path} is a folder, not a JSONL file of action logs "
-        "(seal eval writes actions.jsonl into its --out folder)"
+        f"seal: {tmp_path} is a folder, not a JSONL file of action logs; "
+        f"did you mean {tmp_path / 'actions.jsonl'} (what seal eval writes)?"
     )
     assert not (tmp_path / "report").exists()
