@@ -2,6 +2,9 @@
 # One-command set-up of SEAL into the active Python (a venv, or the machine's interpreter).
 #   bash install.sh         CPU machine: torch 2.13.0 (CPU build), verl[verl-core] 0.9.1, bfcl-eval, SEAL
 #   bash install.sh --gpu   GPU node:    verl[vllm] 0.9.1 (torch 2.11, vLLM 0.24), bfcl-eval, SEAL
+# torch's CPU build comes from the PyTorch CPU index (https://download.pytorch.org/whl/cpu) when it answers
+# within 5 s; an installed torch 2.13 is kept; otherwise torch 2.13.0 comes from PyPI, which on Linux is
+# the CUDA build (with its nvidia wheels, several GB), and the script says so.
 # Idempotent: a second run installs nothing new. Any failure stops the script with the reason.
 set -euo pipefail
 
@@ -9,10 +12,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 python="${PYTHON:-python}"
 command -v "$python" >/dev/null 2>&1 || python=python3
 gpu=0
+torch_release=2.13.0
+torch_cpu_index=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 for arg in "$@"; do
   case "$arg" in
     --gpu) gpu=1 ;;
-    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option '$arg' (use --gpu or nothing)" >&2; exit 2 ;;
   esac
 done
@@ -25,14 +30,30 @@ import sys
 sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 12) else 1)
 PY
 
+reachable() { "$python" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "$1" >/dev/null 2>&1; }
+
+install_cpu_torch() {
+  installed=$("$python" -c 'from importlib.metadata import version; print(version("torch"))' 2>/dev/null || true)
+  case "$installed" in
+    "$torch_release"|"$torch_release"+*) step "torch $installed is installed: kept"; return ;;
+  esac
+  if reachable "$torch_cpu_index/torch/"; then
+    step "torch $torch_release, CPU build, from $torch_cpu_index (its dependencies from your usual index)"
+    "$python" -m pip install --disable-pip-version-check --no-deps --index-url "$torch_cpu_index" \
+      "torch==$torch_release" || step "the CPU index failed: torch $torch_release from PyPI instead (on Linux the CUDA build)"
+  else
+    step "the PyTorch CPU index ($torch_cpu_index) did not answer in 5 s: torch $torch_release from PyPI (on Linux the CUDA build)"
+  fi
+  pip_install "torch==$torch_release"
+}
+
 pip_install() { "$python" -m pip install --disable-pip-version-check "$@" || fail "pip install $* failed (see the pip output above)"; }
 
 if [ "$gpu" = 1 ]; then
   step "GPU stack: verl[vllm]==0.9.1 (torch 2.11, vLLM 0.24)"
   pip_install "verl[vllm]==0.9.1"
 else
-  step "torch 2.13.0 (CPU build) first, so that nothing pulls CUDA wheels"
-  pip_install "torch==2.13.0"
+  install_cpu_torch
 fi
 
 step "bfcl-eval 2026.3.23 with only what its multi-turn parts import (its numpy 1.26 pin would break verl)"

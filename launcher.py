@@ -23,26 +23,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig, open_dict
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
-from env_service.process import ServiceStartError, is_healthy, running_service
-from seal.trainer.attention_setting import AttentionChoice, AttentionError, configure_attention
-from seal.trainer.env_failures import env_service_failure_in
-from seal.trainer.experiment import ExperimentError, compose_experiment, validate_experiment
-from seal.trainer.override_types import OverrideTypeError, check_override_types
-from seal.trainer.plan import format_plan, plan_rows
-from seal.trainer.preflight import (
-    PreflightError,
-    check_data,
-    check_environment,
-    data_files,
-    preflight_tasks,
-)
-from seal.trainer.run_record import RECORD_ROOT, launch_stamp, write_record
-from seal.trainer.settings import SealSettings, settings_from_config
-from seal.trainer.val_test import TEST_FILE
+    from seal.trainer.attention_setting import AttentionChoice
+    from seal.trainer.settings import SealSettings
+
+# Everything else is imported where it is used: verl, tensordict and the trainer take seconds to load,
+# and `--help` or a mistyped path should be answered at once.
 
 SERVICE_LOG = "env_service.log"
 TRAINED_MARK = "trained.json"
@@ -99,6 +89,7 @@ def main(argv: Sequence[str] | None = None, entry: Entry | None = None) -> int:
     args = parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
+        check_conf(args.conf)
         return launch(args, entry or verl_entry(), list(sys.argv if argv is None else argv))
     except LaunchError as exc:
         print(f"launcher: {exc}", file=sys.stderr)
@@ -115,7 +106,18 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def check_conf(conf: Path) -> None:
+    """The experiment file exists, checked before anything slow is imported."""
+    if not conf.is_file() or conf.suffix != ".yaml":
+        raise LaunchError(f"no experiment file {conf.absolute()} (expected an exp/*.yaml)", status=2)
+
+
 def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
+    from seal.trainer.plan import format_plan, plan_rows
+    from seal.trainer.preflight import PreflightError, check_data, data_files
+    from seal.trainer.run_record import RECORD_ROOT, launch_stamp, write_record
+    from seal.trainer.val_test import TEST_FILE
+
     config = compose(args.conf, args.overrides)
     attention = attention_of(config)
     if entry.needs_gpus and not args.dry_run:
@@ -134,7 +136,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     url = args.env_url or settings.rollout.env_url
     with environment(args.with_bfcl, url, settings, config, log) as service:
         settings = preflight(config, service["url"])
-        print(format_plan(plan_rows(config, settings)))
+        print(format_plan(plan_rows(config, settings, service_row(service, url, args))))
         if args.dry_run:
             print("\ndry run: config, data and environment are ready; nothing was started on a GPU")
             return 0
@@ -160,6 +162,8 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
 
 def train(entry: Entry, config: DictConfig) -> None:
     """Run the entry's training; a run stopped by its environment service ends in that one line."""
+    from seal.trainer.env_failures import env_service_failure_in
+
     try:
         entry.train(config)
     except Exception as exc:
@@ -169,34 +173,58 @@ def train(entry: Entry, config: DictConfig) -> None:
         raise LaunchError(str(failure)) from exc
 
 
+def service_row(service: dict[str, Any], asked: str, args: argparse.Namespace) -> str:
+    """The plan's environment row: the service the run uses, and whether it outlives this command."""
+    if not service["started_by_launcher"]:
+        return f"{service['url']} (already running: used as it is)"
+    why = "--with-bfcl" if args.with_bfcl else f"none answers at {asked}"
+    if args.dry_run:
+        return f"one the launch starts ({why}); the one this dry run checked is stopped"
+    return f"{service['url']}, started for this launch ({why}), pid {service['pid']}; stopped with it"
+
+
 def preflight(config: DictConfig, url: str) -> SealSettings:
     """Point the run at the service at `url` and check that service with the run's settings."""
+    from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
+    from seal.trainer.settings import settings_from_config
+
     use_service(config, url)
     settings = settings_from_config(config)
     try:
         report = asyncio.run(check_environment(url, settings, preflight_tasks()))
     except PreflightError as exc:
         raise LaunchError(str(exc)) from exc
+    print(
+        "preflight: ground-truth episodes through the service, then A-Patch and Evolve on a synthetic batch"
+    )
     for episode in report.episodes:
         print(f"episode  {episode.task_id} ({episode.mode}): reward {episode.reward:g}, {episode.labels}")
-    print(f"A-Patch  {report.apatch}\nEvolve  {report.evolve}\n")
+    print(f"A-Patch  {report.apatch}\nEvolve   {report.evolve}\n")
     return settings
 
 
 def compose(conf: Path, overrides: Sequence[str]) -> DictConfig:
-    """The experiment with its overrides, each override's type checked against the value it replaces."""
+    """The experiment with its overrides, each override's type checked against the value it replaces
+    and its key against the keys something reads."""
+    from seal.trainer.experiment import ExperimentError, compose_experiment
+    from seal.trainer.override_keys import OverrideKeyError, check_override_keys
+    from seal.trainer.override_types import OverrideTypeError, check_override_types
+
     try:
         defaults = compose_experiment(conf)
         if not overrides:
             return defaults
         check_override_types(defaults, overrides)
+        check_override_keys(defaults, overrides)
         return compose_experiment(conf, overrides)
-    except (ExperimentError, OverrideTypeError) as exc:
+    except (ExperimentError, OverrideTypeError, OverrideKeyError) as exc:
         raise LaunchError(str(exc), status=2) from exc
 
 
 def validate(config: DictConfig) -> SealSettings:
     """verl's and SEAL's checks of the config (the data files are checked, and built, separately)."""
+    from seal.trainer.experiment import ExperimentError, validate_experiment
+
     try:
         return validate_experiment(config, check_data=False)
     except ExperimentError as exc:
@@ -206,6 +234,8 @@ def validate(config: DictConfig) -> SealSettings:
 def attention_of(config: DictConfig) -> AttentionChoice:
     """Resolve `seal.attention` on this machine into the model's verl keys, before Ray starts (a kernel the
     workers could not load would fail there, minutes into the launch)."""
+    from seal.trainer.attention_setting import AttentionError, configure_attention
+
     try:
         return configure_attention(config)
     except AttentionError as exc:
@@ -231,6 +261,8 @@ def log_metrics_to(config: DictConfig, path: Path) -> None:
     """With verl's `file` logger, write this launch's metrics to `path` (one file per launch: the logger
     truncates its file, so a resumed run would otherwise lose the earlier steps). The variable reaches the
     trainer's Ray actor through `ray_kwargs.ray_init.runtime_env`; the logger does not create the folder."""
+    from omegaconf import open_dict
+
     loggers = config.trainer.logger
     if "file" not in ([loggers] if isinstance(loggers, str) else loggers):
         return
@@ -263,6 +295,8 @@ def environment(
 ) -> Iterator[dict[str, Any]]:
     """The service the run uses: `url` when it answers and no fresh one is asked for, else a child
     process that lives exactly as long as this block."""
+    from env_service.process import ServiceStartError, is_healthy, running_service
+
     if not fresh and is_healthy(url):
         print(f"environment  using the running service at {url}")
         yield {"url": url, "started_by_launcher": False}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from env_service.app import ServiceSettings, serve
+from env_service.app import BindError, ServiceSettings, serve
 from seal.flags import add_flags, settings_from_flags
 
 
@@ -27,7 +27,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         settings = settings_from_flags(ServiceSettings, args)
     except ValueError as exc:
         parser.error(str(exc))
-    serve(settings)
+    try:
+        serve(settings)
+    except BindError as exc:
+        parser.exit(1, f"{parser.prog}: {exc}\n")
 
 
 if __name__ == "__main__":

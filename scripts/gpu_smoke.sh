@@ -9,7 +9,9 @@
 # With N_GPUS > 1 the run is named e.g. smoke_gpu_2gpu, so it never resumes a checkpoint of another GPU count.
 # RUN_NAME=NAME names the run (its folder experiments/NAME), e.g. to compare seal.attention=sdpa with auto.
 set -uo pipefail
-model=${1:?usage: gpu_smoke.sh MODEL_DIR [seal|vanilla|paper-batch] [N_GPUS] [overrides ...]}
+case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; exit 0 ;; esac
+model=${1:?usage: gpu_smoke.sh MODEL_DIR [seal|vanilla|paper-batch] [N_GPUS] [overrides ...] (--help says more)}
+case "$model" in -*) echo "gpu_smoke.sh: unknown option '$model' (MODEL_DIR comes first; see --help)" >&2; exit 2 ;; esac
 kind=${2:-seal}
 gpus=${3:-1}
 shift $(( $# < 3 ? $# : 3 ))

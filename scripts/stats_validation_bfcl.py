@@ -24,11 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from seal.bfcl.tasks import CATEGORIES
-from seal.reports import LABEL_COLOURS, SHORT_NAMES
+from seal.reports import SHORT_NAMES, colour_of, label_order, legend_as_stacked
 from seal.tocf.labels import EXCLUDED
 from seal.trainer.val_test import REPORT_NAME, SplitScore, read_dump, validation_history
 
 STEPS_FILE = "seal_steps.jsonl"
+TEST_MARKERS = ("s", "D")
+"""Markers of the best-val and the last checkpoint's test pass rates in val_curves.png."""
+CHECKPOINT_NAMES = {"best": "best-val checkpoint", "last": "last checkpoint"}
 COLUMNS = ["split", "step", "checkpoint", *(SHORT_NAMES[c] for c in CATEGORIES), "Avg", "n"]
 
 
@@ -124,36 +127,42 @@ def write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, Any]]
         writer.writerows(rows)
 
 
-def plot_val_curves(val: Sequence[SplitScore], best: SplitScore, path: Path, title: str) -> None:
+def val_curves_figure(
+    val: Sequence[SplitScore], test: Sequence[tuple[str, SplitScore]], best: SplitScore, title: str
+) -> Any:
+    """Val pass rate per category and Avg at every validation step; the tested checkpoints' test pass
+    rates as markers at their steps (hollow: per category, filled: Avg)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     steps = [score.step for score in val]
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    colours = {}
     for category in CATEGORIES:
         rates = [100 * score.by_category.get(category, float("nan")) for score in val]
-        ax.plot(steps, rates, marker="o", markersize=3, label=SHORT_NAMES[category])
-    ax.plot(steps, [100 * score.mean for score in val], color="black", linewidth=2.2, label="Avg")
+        (line,) = ax.plot(steps, rates, marker="o", markersize=3, label=f"val {SHORT_NAMES[category]}")
+        colours[category] = line.get_color()
+    ax.plot(steps, [100 * score.mean for score in val], color="black", linewidth=2.2, label="val Avg")
     ax.axvline(best.step, color="grey", linestyle=":", label=f"best val (step {best.step})")
+    for (which, score), marker in zip(test, TEST_MARKERS, strict=False):
+        for category, rate in score.by_category.items():
+            ax.plot(score.step, 100 * rate, marker, mfc="none", mec=colours.get(category, "grey"), ms=8)
+        label = f"test Avg, {CHECKPOINT_NAMES[which]} (step {score.step})"
+        ax.plot(score.step, 100 * score.mean, marker, color="black", ms=8, label=label)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("training step")
-    ax.set_ylabel("val pass rate (%)")
-    _save(fig, ax, title, path)
-
-
-def _save(fig: Any, ax: Any, title: str, path: Path) -> None:
-    """Title, legend beside the axes, PNG written, figure closed."""
-    import matplotlib.pyplot as plt
-
+    ax.set_ylabel("pass rate (%)")
     ax.set_title(title)
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
 
 
-def plot_label_shares(shares: dict[int, dict[str, float]], path: Path, title: str) -> None:
+def label_shares_figure(shares: dict[int, dict[str, float]], title: str) -> Any:
+    """Each training step's label shares, stacked in `label_order` (the legend lists them top first)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -161,14 +170,13 @@ def plot_label_shares(shares: dict[int, dict[str, float]], path: Path, title: st
     from matplotlib.ticker import MaxNLocator
 
     steps = sorted(shares)
-    labels = [label for label in LABEL_COLOURS if any(label in shares[s] for s in steps)]
-    labels += sorted({label for s in steps for label in shares[s]} - set(labels))
+    labels = label_order(label for s in steps for label in shares[s])
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     ax.stackplot(
         steps,
         [[shares[s].get(label, 0.0) for s in steps] for label in labels],
         labels=labels,
-        colors=[LABEL_COLOURS.get(label, "#bcbd22") for label in labels],
+        colors=[colour_of(label) for label in labels],
         step="mid",
     )
     ax.set_xlim(steps[0] - 0.5, steps[-1] + 0.5)
@@ -176,7 +184,17 @@ def plot_label_shares(shares: dict[int, dict[str, float]], path: Path, title: st
     ax.set_ylim(0, 1)
     ax.set_xlabel("training step")
     ax.set_ylabel("share of the batch's ground-truth turns")
-    _save(fig, ax, title, path)
+    ax.set_title(title)
+    legend_as_stacked(ax)
+    fig.tight_layout()
+    return fig
+
+
+def save(fig: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def report(run: Path, out: Path) -> list[dict[str, Any]]:
@@ -190,7 +208,7 @@ def report(run: Path, out: Path) -> list[dict[str, Any]]:
     print(format_table(rows))
     print(f"best val: step {best.step} (Avg {100 * best.mean:.2f})")
     write_csv(out / "pass_rates.csv", COLUMNS, rows)
-    plot_val_curves(val, best, out / "val_curves.png", f"{run.name}: val pass rate per category")
+    save(val_curves_figure(val, test, best, f"{run.name}: pass rate per category"), out / "val_curves.png")
     shares = label_shares(run)
     if shares:
         labels = sorted({label for step in shares.values() for label in step})
@@ -198,7 +216,8 @@ def report(run: Path, out: Path) -> list[dict[str, Any]]:
             {"step": s, **{label: round(shares[s].get(label, 0.0), 4) for label in labels}} for s in shares
         ]
         write_csv(out / "label_shares.csv", ["step", *labels], share_rows)
-        plot_label_shares(shares, out / "label_shares.png", f"{run.name}: labels of the training batches")
+        title = f"{run.name}: labels of the training batches"
+        save(label_shares_figure(shares, title), out / "label_shares.png")
     else:
         print(f"no {STEPS_FILE} in {run}: no label-share chart (the run has not trained a step yet)")
     print(f"wrote {out}")

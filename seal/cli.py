@@ -77,13 +77,17 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from env_service.app import ServiceSettings, serve
+    from env_service.app import BindError, ServiceSettings, serve
 
     try:
         settings = settings_from_flags(ServiceSettings, args)
     except ValueError as exc:
         return _fail(str(exc))
-    serve(settings)
+    try:
+        serve(settings)
+    except BindError as exc:
+        print(f"seal serve: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -144,7 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.set_defaults(handler=cmd_diagnose)
 
     data = commands.add_parser("data", help="write (or --check) data/bfcl_{train,val,test}.parquet")
-    data.add_argument("--check", action="store_true")
+    data.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing: check that each file exists and equals a fresh build of its split",
+    )
     data.set_defaults(handler=cmd_data)
     return parser
 

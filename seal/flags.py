@@ -53,6 +53,10 @@ def _leaves(cls: type) -> Iterator[tuple[dataclasses.Field, Any]]:
             yield field, hint
 
 
+KINDS = {int: "an integer", float: "a number"}
+"""How a flag's type is named when its text does not parse as one (`--port abc`)."""
+
+
 def _checked(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     """argparse shows an `ArgumentTypeError`'s own text; a ValueError would become 'invalid value'."""
 
@@ -60,7 +64,8 @@ def _checked(parse: Callable[[str], Any]) -> Callable[[str], Any]:
         try:
             return parse(text)
         except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            kind = KINDS.get(parse)
+            raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}" if kind else str(exc)) from None
 
     return parse_or_explain
 
@@ -74,12 +79,15 @@ def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
         flag = meta["flag"] or "--" + field.name.replace("_", "-")
         default = field.default
         shown = ",".join(default) if isinstance(default, tuple) else default
+        choices = meta["choices"]
         parser.add_argument(
             flag,
             dest=field.name,
-            metavar=flag.removeprefix("--").upper().replace("-", "_"),
+            metavar="{" + ",".join(choices) + "}"
+            if choices
+            else flag.removeprefix("--").upper().replace("-", "_"),
             type=_checked(meta["parse"] or _scalar(hint)),
-            choices=meta["choices"],
+            choices=choices,
             default=default,
             help=meta["help"] if default is None else f"{meta['help']} (default: {shown})",
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,19 +23,38 @@ SHORT_NAMES = {
 LABEL_COLOURS = {
     "pass": "#2ca02c",
     "correct_abstention": "#98df8a",
-    "spurious_tool_call": "#ff9896",
+    "spurious_tool_call": "#e377c2",
     "empty_turn_model_response": "#c7c7c7",
-    "missing_tool_call": "#c7c7c7",
+    "missing_tool_call": "#bcbd22",
     "invalid_tool_call": "#8c564b",
     "argument_mismatch": "#ff7f0e",
-    "recovery_failure": "#ffbb78",
+    "recovery_failure": "#17becf",
     "instance_mismatch": "#9467bd",
     "state_mismatch": "#d62728",
     "response_mismatch": "#1f77b4",
     "checker_error": "#7f7f7f",
-    "gt_error": "#7f7f7f",
+    "gt_error": "#525252",
 }
-"""One colour per label in every chart, so charts of different runs and taxonomies read alike."""
+"""One colour per label in every chart, so charts of different runs and taxonomies read alike: the two
+kinds of success in greens, each failure its own hue (matplotlib's tab10), the judge's failures in greys."""
+OTHER_COLOUR = "#dbdb8d"
+"""A label no taxonomy names (a newer service, a hand-made log)."""
+
+
+def label_order(labels: Iterable[str]) -> list[str]:
+    """Labels in the order charts stack them, bottom up: `LABEL_COLOURS`' order, then any other."""
+    present = set(labels)
+    return [label for label in LABEL_COLOURS if label in present] + sorted(present - set(LABEL_COLOURS))
+
+
+def colour_of(label: str) -> str:
+    return LABEL_COLOURS.get(label, OTHER_COLOUR)
+
+
+def legend_as_stacked(ax: Any) -> None:
+    """A legend beside the axes that lists the stacked labels as they are drawn: top of the stack first."""
+    handles, names = ax.get_legend_handles_labels()
+    ax.legend(handles[::-1], names[::-1], loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
 
 
 def summarize(episodes: Sequence[dict[str, Any]], split: str | None = None) -> dict[str, Any]:
@@ -94,30 +113,38 @@ def markdown_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_label_shares(summary: dict[str, Any], path: Path, title: str = "Turn labels by category") -> Path:
-    """A stacked bar chart: per category, the share of ground-truth turns carrying each label."""
+def label_shares_figure(summary: dict[str, Any], title: str = "Turn labels by category") -> Any:
+    """Per category, a bar of the ground-truth turns' label shares (stacked in `label_order`), with the
+    category's episode count below it and its episode pass rate above it."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = _all_labels(summary)
     categories = list(summary["by_category"])
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(categories) + 3), 4.5))
+    entries = [summary["by_category"][c] for c in categories]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(categories) + 3), 4.8))
+    names = [f"{SHORT_NAMES.get(c, c)}\n{summary['by_category'][c]['n']} episodes" for c in categories]
     bottoms = [0.0] * len(categories)
-    names = [SHORT_NAMES.get(c, c) for c in categories]
-    for label in labels:
-        shares = [summary["by_category"][c]["labels"].get(label, 0.0) for c in categories]
-        ax.bar(names, shares, bottom=bottoms, label=label, color=LABEL_COLOURS.get(label, "#bcbd22"))
+    for label in label_order(_all_labels(summary)):
+        shares = [entry["labels"].get(label, 0.0) for entry in entries]
+        ax.bar(names, shares, bottom=bottoms, label=label, color=colour_of(label))
         bottoms = [b + s for b, s in zip(bottoms, shares, strict=True)]
-    for x, category in enumerate(categories):
-        rate = summary["by_category"][category]["pass_rate"]
-        ax.text(x, 1.02, f"pass {rate:.0%}", ha="center", fontsize=9)
+    for x, entry in enumerate(entries):
+        ax.text(x, 1.02, f"episodes passed: {entry['pass_rate']:.0%}", ha="center", fontsize=8)
     ax.set_ylim(0, 1.1)
-    ax.set_ylabel("share of ground-truth turns")
+    ax.set_ylabel("share of ground-truth turns, by label")
     ax.set_title(title)
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    legend_as_stacked(ax)
     fig.tight_layout()
+    return fig
+
+
+def plot_label_shares(summary: dict[str, Any], path: Path, title: str = "Turn labels by category") -> Path:
+    """`label_shares_figure` written to `path` as a PNG."""
+    import matplotlib.pyplot as plt
+
+    fig = label_shares_figure(summary, title)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)

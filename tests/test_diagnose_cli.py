@@ -72,3 +72,14 @@ def test_replay_writes_one_line_per_episode_in_input_order(tmp_path):
     assert [line["task_id"] for line in lines] == [case["task_id"] for case in load_cases()]
     assert "labels" not in lines[0] and set(lines[0]) == {"task_id", "reward", "taxonomy", "truncated"}
     assert [line["reward"] for line in lines] == [case["expected"]["reward"] for case in load_cases()]
+
+
+def test_a_folder_given_as_input_is_named_as_a_folder(tmp_path, capsys):
+    (tmp_path / "actions.jsonl").write_text(CASES.read_text())
+    assert main(["diagnose", "--input", str(tmp_path), "--out", str(tmp_path / "report")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == (
+        f"seal: {tmp_path} is a folder, not a JSONL file of action logs; "
+        f"did you mean {tmp_path / 'actions.jsonl'} (what seal eval writes)?"
+    )
+    assert not (tmp_path / "report").exists()

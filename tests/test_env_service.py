@@ -357,6 +357,28 @@ async def test_put_profile_evolves_omega_for_new_episodes_only(clock):
         assert (old_result["interface_version"], new_result["interface_version"]) == (0, 1)
 
 
+async def test_the_profile_body_is_named_failure_profile_and_its_old_name_is_still_read(clock):
+    for name in ("failure_profile", "profile"):
+        app = build_app(clock, max_episodes=4, ttl_s=60.0, max_body_bytes=1 << 16)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://env") as api:
+            evolved = await api.put("/interface/profile", json={name: pressing_profile()})
+            assert evolved.status_code == 200 and evolved.json()["profile"] == pressing_profile()
+
+
+async def test_label_shares_sent_as_the_profile_get_every_problem_and_the_expected_body(api):
+    shares = {"pass": 0.75, "state_mismatch": 0.25}  # what `finish` calls `profile`
+    refused = await api.put("/interface/profile", json={"failure_profile": shares})
+    assert_refused(
+        refused,
+        422,
+        "failure_profile.version: Field required; failure_profile.window: Field required; "
+        "failure_profile.total: Field required; failure_profile.pass: Extra inputs are not permitted; "
+        "failure_profile.state_mismatch: Extra inputs are not permitted",
+        '(expected {"failure_profile": {"version": 1, "window": S, "total": S}',
+    )
+    assert (await api.get("/interface")).json()["version"] == 0
+
+
 async def test_malformed_profile_leaves_the_version_unchanged(api):
     await api.put("/interface/profile", json={"profile": pressing_profile()})
     for body in ({"profile": {"version": 1, "window": {}}}, {"profile": []}, {"C": {}}, {"profile": None}):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,10 @@ import pytest
 
 from env_service.process import free_port
 from seal.bfcl.ground_truth import ground_truth_calls
-from seal.bfcl.tasks import CATEGORIES, get_task, split_ids
+from seal.bfcl.tasks import CATEGORIES, category_of, get_task, split_ids
 from seal.env.episode import Episode
 from seal.evaluation.budget import tokenizer_tools
-from seal.evaluation.command import add_eval_arguments, run_eval_command
+from seal.evaluation.command import add_eval_arguments, build_request, run_eval_command
 from seal.evaluation.endpoint import RetryPolicy
 from seal.evaluation.official import bfcl_task, replay_calls, rescore
 from seal.protocol.ground_truth import END_OF_TURN as DONE
@@ -41,7 +42,8 @@ def sample(per_category: int) -> list[str]:
 def run(url: str, out: Path, *extra: str, tasks: list[str] | None = None, model: str = "oracle") -> int:
     parser = argparse.ArgumentParser()
     add_eval_arguments(parser)
-    argv = ["--base-url", url, "--model", model, "--out", str(out), "--concurrency", "4", *extra]
+    argv = ["--base-url", url, "--model", model, "--out", str(out), "--split", "test", "--concurrency", "4"]
+    argv += extra
     if tasks is not None:
         argv += ["--tasks", ",".join(tasks)]
     return run_eval_command(parser.parse_args(argv))
@@ -136,7 +138,7 @@ def test_a_resumed_run_gives_the_same_summary_as_an_uninterrupted_one(tmp_path, 
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     with serve(Script(tasks)) as url:
         assert run(url, whole, tasks=tasks) == 0
-        assert run(url, parts, "--limit", "2", tasks=tasks) == 0
+        assert run(url, parts, tasks=tasks[:2]) == 0
         kept = (parts / "episodes.jsonl").read_text()
         assert len(kept.splitlines()) == 2
         # An interruption between the two appends, then one in the middle of a line.
@@ -232,13 +234,15 @@ def first_question(task_id: str) -> str:
 
 def assert_refused_in_seconds(
     url: str, out: Path, capsys, message: str, *extra: str, model: str = "oracle"
-) -> None:
+) -> str:
+    """The preflight refuses in one line that holds `message`, within seconds; returns that line."""
     started = time.monotonic()
     assert run(url, out, "--split", "val", *extra, model=model) == 1
     assert time.monotonic() - started < 10
     err = capsys.readouterr().err
     assert err.startswith("seal eval: error: ") and message in err and err.count("\n") == 1
     assert not out.exists()
+    return err.strip()
 
 
 def test_an_unreachable_endpoint_fails_the_preflight_in_seconds(tmp_path, capsys):
@@ -264,11 +268,31 @@ def test_a_refused_key_fails_the_preflight_without_showing_it(tmp_path, capsys, 
     assert script.requests == []
 
 
+def test_a_base_url_that_is_not_the_api_root_says_what_answered_and_what_to_check(tmp_path, capsys):
+    script = Script(sample(1))
+    with serve(script) as url:
+        root = url.removesuffix("/v1")
+        message = (
+            f"no OpenAI API at {root}: {root}/models answered HTTP 404: "
+            f'{{"detail":"Not Found"}}, {root}/chat/completions answered HTTP 404'
+        )
+        line = assert_refused_in_seconds(root, tmp_path / "root", capsys, message)
+        assert line.endswith("is --base-url the API root (it usually ends in /v1)?")
+    assert script.requests == []
+
+
+def test_a_server_that_never_answers_is_told_apart_from_one_that_is_down(tmp_path, capsys):
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # listens, never accepts or answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        message = f"{url}/models accepted the connection but sent no answer within 1 s (ReadTimeout)"
+        assert_refused_in_seconds(url, tmp_path / "silent", capsys, message, "--timeout", "1")
+
+
 def test_without_a_model_list_the_preflight_asks_for_one_token(tmp_path, capsys):
     tasks = sample(1)[:1]
     script = Script(tasks, list_models=False, window=8000)
     with serve(script) as url:
-        refusal = "model 'nope' refused: HTTP 404"
+        refusal = f"model 'nope' refused: {url}/chat/completions answered HTTP 404"
         assert_refused_in_seconds(url, tmp_path / "nope", capsys, refusal, model="nope")
         assert run(url, tmp_path / "ok", "--max-tokens", "512", tasks=tasks) == 0
     assert script.requests[1]["max_tokens"] == 1 and summary(tmp_path / "ok")["pass_rate"] == 1.0
@@ -442,6 +466,30 @@ def test_an_out_that_is_a_file_is_refused(tmp_path, capsys):
         assert run(url, out, "--limit", "1") == 2
     assert capsys.readouterr().err.startswith(f"seal eval: error: cannot use --out {out}")
     assert out.read_text() == "mine"
+
+
+def eval_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    add_eval_arguments(parser)
+    return parser
+
+
+def test_the_default_split_is_val_and_the_help_shows_every_default():
+    parser = eval_parser()
+    request = build_request(parser.parse_args(["--base-url", "http://h/v1", "--model", "m"]))
+    assert request.split == "val" and request.task_ids == split_ids("val")
+    for action in parser._actions:
+        if action.option_strings and not action.required and action.dest != "help":
+            assert "(default: " in action.help % vars(action), action.option_strings
+
+
+def test_limit_takes_the_first_n_tasks_of_each_category():
+    args = eval_parser().parse_args(["--base-url", "http://h/v1", "--model", "m", "--limit", "2"])
+    chosen = build_request(args).task_ids
+    for category in CATEGORIES:
+        in_split = [t for t in split_ids("val") if category_of(t) == category]
+        assert [t for t in chosen if category_of(t) == category] == in_split[:2]
+    assert len(chosen) == 2 * len(CATEGORIES)
 
 
 def test_a_base_url_without_scheme_is_refused(tmp_path, capsys):

@@ -1,10 +1,14 @@
 """The installed environment is consistent, and bfcl-eval declares only what its multi-turn parts import."""
 
+import os
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 
 from tests.script_module import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_slim():
@@ -40,3 +44,57 @@ def test_slim_metadata_keeps_the_headers_and_replaces_the_requirements():
         line.split(": ", 1)[1] for line in head.splitlines() if line.startswith("Requires-Dist")
     ] == slim.NEEDED
     assert slim.MARK in head and body == "README\n"
+
+
+STAND_IN_PYTHON = """#!/bin/sh
+echo "$*" >> "$STAND_IN_LOG"
+[ "$1" = "-" ] && { cat > /dev/null; exit 0; }
+if [ "$1" = "-c" ]; then
+  case "$2" in
+    *urllib*) exit "$STAND_IN_REACH" ;;
+    *importlib.metadata*) [ -n "$STAND_IN_TORCH" ] && { echo "$STAND_IN_TORCH"; exit 0; }; exit 1 ;;
+  esac
+fi
+exit 0
+"""
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def install_with(tmp_path: Path, torch: str, reach: bool) -> tuple[str, list[str]]:
+    """install.sh run by a stand-in interpreter that records every command instead of running it."""
+    python = tmp_path / "python"
+    python.write_text(STAND_IN_PYTHON)
+    python.chmod(0o755)
+    log = tmp_path / "commands.txt"
+    env = {
+        **os.environ,
+        "PYTHON": str(python),
+        "STAND_IN_LOG": str(log),
+        "STAND_IN_TORCH": torch,
+        "STAND_IN_REACH": "0" if reach else "1",
+    }
+    done = subprocess.run(["bash", str(ROOT / "install.sh")], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout, [line for line in log.read_text().splitlines() if "pip install" in line]
+
+
+def test_an_installed_torch_2_13_is_kept(tmp_path):
+    out, installs = install_with(tmp_path, "2.13.0+cpu", reach=True)
+    assert "torch 2.13.0+cpu is installed: kept" in out
+    assert not any("torch" in line for line in installs)
+
+
+def test_torch_comes_from_the_cpu_index_when_it_answers(tmp_path):
+    out, installs = install_with(tmp_path, "", reach=True)
+    assert installs[:2] == [
+        f"-m pip install --disable-pip-version-check --no-deps --index-url {CPU_INDEX} torch==2.13.0",
+        "-m pip install --disable-pip-version-check torch==2.13.0",
+    ]
+    assert f"CPU build, from {CPU_INDEX}" in out
+
+
+def test_without_the_cpu_index_torch_comes_from_pypi_and_the_script_says_so(tmp_path):
+    out, installs = install_with(tmp_path, "", reach=False)
+    assert not any("--index-url" in line for line in installs)
+    assert installs[0] == "-m pip install --disable-pip-version-check torch==2.13.0"
+    assert "did not answer in 5 s" in out and "from PyPI (on Linux the CUDA build)" in out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -60,17 +61,28 @@ TABLE_4_3B = {
 }
 
 
-def plan_values(stdout: str) -> dict[str, str]:
-    """The plan table's rows: key and value columns, split on the column gaps."""
+def plan_lines(stdout: str) -> list[str]:
+    """The plan's lines after its header and rule, up to the blank line that ends it."""
     lines = stdout.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("key ")) + 2
-    rows = {}
-    for line in lines[start:]:
-        cells = [cell.strip() for cell in line.split("  ") if cell.strip()]
-        if len(cells) < 2:
-            break
-        rows[cells[0]] = cells[1]
-    return rows
+    start = next(i for i, line in enumerate(lines) if line.startswith("setting ")) + 2
+    end = lines.index("", start)
+    return lines[start:end]
+
+
+def plan_values(stdout: str) -> dict[str, str]:
+    """setting -> value: a row starts at the margin, its value may go on over indented lines, and the
+    `(set by ...)` lines after it are left out."""
+    rows: dict[str, list[str]] = {}
+    for line in plan_lines(stdout):
+        if not line.startswith(" "):
+            setting, *value = line.split("  ", 1)
+            rows[setting] = [part.strip() for part in value]
+            in_keys = False
+        else:
+            in_keys = in_keys or line.strip().startswith("(set by ")
+            if not in_keys:
+                rows[setting].append(line.strip())
+    return {setting: " ".join(parts) for setting, parts in rows.items()}
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -95,7 +107,10 @@ def test_dry_run_of_seal_from_the_command_line_prints_table_4(tmp_path):
         "dynamic, weight clip [0.5, 2.0]"
     )
     assert f"no service answers at {silent}: starting one" in done.stdout
-    assert plan["environment service"] != silent and "dry run" in done.stdout
+    assert plan["environment service"].startswith(f"one the launch starts (none answers at {silent})")
+    assert "dry run" in done.stdout
+    assert "Disabled critic" not in done.stderr  # GRPO: the config says there is no critic
+    assert all(len(line) <= 100 or len(line.split()) == 1 for line in plan_lines(done.stdout))
     assert not (tmp_path / "launcher_record").exists() and not (tmp_path / "experiments").exists()
 
 
@@ -123,7 +138,8 @@ def test_every_experiment_dry_runs_with_its_own_service(conf, capsys, monkeypatc
     assert plan["interface Ω"] == interface
     assert plan["A-Patch"].split(",")[0] == apatch
     assert out.count("): reward 1,") == 8  # four categories, train and eval mode
-    url = plan["environment service"]
+    assert plan["environment service"].startswith("one the launch starts (--with-bfcl)")
+    (url,) = re.findall(r"environment  started pid \d+ at (\S+)", out)
     assert not is_healthy(url)  # stopped on the way out
 
 
@@ -151,6 +167,9 @@ def test_the_gpu_smoke_runs_dry_run_with_one_rollout_replica_per_gpu(
         ("actor_rollout_ref.actor.optim.lr=fast", "expects a number"),
         ("seal.apatch.mode=sometimes", "seal.apatch.mode"),
         ("seal.apatch.w_min=abc", "seal.apatch.w_min expects a number (default 0.5)"),
+        ("+trainer.tset_freq=5", "nothing reads trainer.tset_freq"),
+        ("+seal.taxnomy=paper", "did you mean `seal.taxonomy`?"),
+        ("trainer.tset_freq=5", "did you mean `trainer.test_freq`?"),
     ],
 )
 def test_an_unknown_key_or_a_wrong_type_is_refused_in_one_line_before_anything_starts(
@@ -398,3 +417,42 @@ def test_without_gpus_training_exits_non_zero_with_one_line_before_ray(tmp_path)
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("launcher: no GPU on this machine")
     assert list(tmp_path.iterdir()) == []  # no service log, no record, no Ray session
+
+
+# -- answers before anything slow is imported ------------------------------------------------------------
+SLOW_TO_IMPORT = ("verl", "tensordict", "torch", "hydra", "seal.trainer.experiment")
+
+
+def launcher_in_a_fresh_interpreter(*argv: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """launcher.main(argv) in a new interpreter, and which slow modules it had imported on return."""
+    script = (
+        "import json, sys, launcher\n"
+        f"try:\n    code = launcher.main({list(argv)!r})\nexcept SystemExit as exit:\n    code = exit.code\n"
+        f"print(json.dumps([m for m in {SLOW_TO_IMPORT!r} if m in sys.modules]))\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120
+    )
+    return done, json.loads(done.stdout.splitlines()[-1])
+
+
+def test_help_is_answered_without_importing_the_trainer():
+    done, imported = launcher_in_a_fresh_interpreter("--help")
+    assert done.returncode == 0 and "--conf" in done.stdout and "--dry-run" in done.stdout
+    assert imported == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--conf", "exp/SEAL_typo.yaml", "--dry-run"], "no experiment file"),
+        (["--conf", "README.md"], "expected an exp/*.yaml"),
+    ],
+)
+def test_a_missing_experiment_file_is_refused_in_one_line_without_importing_the_trainer(argv, says):
+    done, imported = launcher_in_a_fresh_interpreter(*argv)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("launcher: ") and says in line
+    assert imported == []

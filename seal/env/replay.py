@@ -50,6 +50,10 @@ def parse_action_log(text: str, where: str = "action log") -> dict[str, Any]:
 def read_action_logs(path: Path) -> list[dict[str, Any]]:
     """Every log of a JSONL file, validated before anything runs."""
     path = Path(path)
+    if path.is_dir():
+        inside = path / "actions.jsonl"
+        hint = f"; did you mean {inside} (what seal eval writes)?" if inside.is_file() else ""
+        raise ActionLogError(f"{path} is a folder, not a JSONL file of action logs{hint}")
     if not path.is_file():
         raise ActionLogError(f"{path}: no such file")
     logs = []

@@ -17,12 +17,13 @@ import asyncio
 import os
 import re
 import sys
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from seal.bfcl.tasks import split_ids
+from seal.bfcl.tasks import category_of, split_ids
 from seal.evaluation.budget import ContextBudget, tokenizer_tools
 from seal.evaluation.endpoint import ChatEndpoint, PreflightError, RetryPolicy
 from seal.evaluation.official import rescore
@@ -94,57 +95,67 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--base-url", required=True, help="OpenAI-compatible API root, e.g. http://host:8000/v1"
     )
     parser.add_argument("--model", required=True, help="model name sent in each request")
-    parser.add_argument("--split", choices=SPLIT_CHOICES, default="test", help="task split (default: test)")
+    parser.add_argument(
+        "--split",
+        choices=SPLIT_CHOICES,
+        default="val",
+        help="task split (default: %(default)s, the split checkpoints are chosen on; report test)",
+    )
     parser.add_argument(
         "--protocol",
         choices=sorted(PROTOCOLS),
         default=DEFAULT_PROTOCOL,
-        help=f"tool-call protocol (default: {DEFAULT_PROTOCOL})",
+        help="tool-call protocol (default: %(default)s)",
     )
     parser.add_argument(
-        "--taxonomy",
-        choices=TAXONOMIES,
-        default=DEFAULT_TAXONOMY,
-        help=f"turn labels (default: {DEFAULT_TAXONOMY})",
+        "--taxonomy", choices=TAXONOMIES, default=DEFAULT_TAXONOMY, help="turn labels (default: %(default)s)"
     )
     parser.add_argument(
         "--tasks", help="comma-separated task ids, all within --split (default: the whole split)"
     )
-    parser.add_argument("--limit", type=int, help="only the first N selected tasks (smoke runs)")
-    parser.add_argument("--concurrency", type=int, default=8, help="episodes in flight at once (default: 8)")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        help="only the first N selected tasks of each category, for smoke runs (default: all)",
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="episodes in flight at once (default: %(default)s)"
+    )
     parser.add_argument(
         "--out", type=Path, help="output folder (default: outputs/eval/<model>-<split>-<protocol>)"
     )
-    parser.add_argument("--resume", action="store_true", help="skip tasks already in DIR/episodes.jsonl")
+    parser.add_argument(
+        "--resume", action="store_true", help="skip tasks already in OUT/episodes.jsonl (default: off)"
+    )
     parser.add_argument(
         "--retry-failed",
         action="store_true",
-        help="with --resume, run again the episodes the endpoint failed",
+        help="with --resume, run again the episodes the endpoint failed (default: off)",
     )
     parser.add_argument(
         "--official",
         action="store_true",
-        help="re-score the action logs with bfcl-eval's checker and report disagreements",
+        help="re-score the action logs with bfcl-eval's checker and report disagreements (default: off)",
     )
     parser.add_argument(
         "--max-tokens",
         type=int,
         default=4096,
         help="max_tokens per reply, as training's max_response_length: no call starts from a prompt "
-        "past the window minus this (default: 4096)",
+        "past the window minus this (default: %(default)s)",
     )
     parser.add_argument(
         "--max-llm-calls",
         type=int,
         default=20,
-        help="calls per episode, all turns together, as training's seal.rollout.max_llm_calls (default: 20)",
+        help="calls per episode, all turns together, as seal.rollout.max_llm_calls (default: %(default)s)",
     )
     parser.add_argument(
         "--max-env-tokens",
         type=int,
         default=4096,
         help="each environment message clipped to this many tokens, as in training; exact with "
-        "--tokenizer, estimated without (default: 4096)",
+        "--tokenizer, estimated without (default: %(default)s)",
     )
     parser.add_argument(
         "--max-model-len",
@@ -155,12 +166,20 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--tokenizer",
         type=Path,
         metavar="DIR",
-        help="local tokenizer of the served model: count prompt tokens exactly instead of from usage",
+        help="local tokenizer of the served model: count prompt tokens exactly "
+        "(default: none, counted from each response's usage)",
     )
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per request (default: 300)")
-    parser.add_argument("--retries", type=int, default=3, help="retries of a transient failure (default: 3)")
     parser.add_argument(
-        "--backoff", type=float, default=1.0, help="first retry delay in seconds, doubled each time"
+        "--timeout", type=float, default=300.0, help="seconds per request (default: %(default)g)"
+    )
+    parser.add_argument(
+        "--retries", type=int, default=3, help="retries of a transient failure (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--backoff",
+        type=float,
+        default=1.0,
+        help="first retry delay in seconds, doubled each time (default: %(default)g)",
     )
     parser.add_argument(
         "--api-key-env",
@@ -181,7 +200,14 @@ def _select(split: str, tasks: str | None, limit: int | None) -> tuple[str, ...]
             raise UsageError(f"task {outside[0]!r} is not in the {split} split")
         selected = tuple(dict.fromkeys(wanted))
     if limit is not None:
-        selected = selected[:limit]
+        taken: Counter[str] = Counter()
+        kept = []
+        for task_id in selected:
+            category = category_of(task_id)
+            if taken[category] < limit:
+                taken[category] += 1
+                kept.append(task_id)
+        selected = tuple(kept)
     return selected
 
 

@@ -24,7 +24,13 @@ import httpx
 RETRY_STATUS = frozenset({408, 429})
 AUTH_STATUS = frozenset({401, 403})
 EXCERPT_CHARS = 200
+SHORT_EXCERPT_CHARS = 60
+"""Per body, where one line names two answers."""
 PREFLIGHT_TIMEOUT_S = 10.0
+NO_ROUTE_STATUS = frozenset({404, 405, 501})
+"""What a server without a chat-completions route answers a POST there."""
+MODEL_IN_REFUSAL = re.compile(r"model", re.IGNORECASE)
+"""A 404 that names a model refuses the model (OpenAI's and vLLM's `model_not_found`); a bare one, the URL."""
 CONTEXT_REFUSAL = re.compile(r"maximum context length|context length|context window", re.IGNORECASE)
 WINDOW_IN_REFUSAL = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
 PROMPT_IN_REFUSAL = (
@@ -159,12 +165,12 @@ class ChatEndpoint:
     ) -> None:
         await self._client.aclose()
 
-    def _clean(self, text: str) -> str:
+    def _clean(self, text: str, limit: int = EXCERPT_CHARS) -> str:
         """One line, bounded, with the API key masked (a server may echo request headers)."""
         text = " ".join(text.split())
         if self._secret:
             text = text.replace(self._secret, "***")
-        return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "..."
+        return text if len(text) <= limit else text[:limit] + "..."
 
     async def preflight(self) -> ModelInfo:
         """One cheap request, no retries: the endpoint answers, serves the model and accepts the key.
@@ -174,17 +180,15 @@ class ChatEndpoint:
         """
         where = self.base_url + "/models"
         try:
-            response = await self._client.get(where, timeout=min(self.timeout, PREFLIGHT_TIMEOUT_S))
+            response = await self._client.get(where, timeout=self._preflight_timeout)
         except httpx.RequestError as exc:
-            raise PreflightError(self._clean(f"cannot reach {where}: {type(exc).__name__}: {exc}")) from None
+            raise PreflightError(self._clean(self._unanswered(where, exc))) from None
         if response.status_code in AUTH_STATUS:
             raise PreflightError(self._refused_key(response))
         if response.status_code in (404, 405):
-            return await self._probe_completion()
+            return await self._probe_completion(response)
         if not response.is_success:
-            raise PreflightError(
-                self._clean(f"{where} answered HTTP {response.status_code}: {response.text}")
-            )
+            raise PreflightError(self._answered(response))
         try:
             listed = [m for m in response.json()["data"] if isinstance(m, dict)]
         except (ValueError, KeyError, TypeError):
@@ -196,23 +200,45 @@ class ChatEndpoint:
         window = entry.get("max_model_len")
         return ModelInfo(window if isinstance(window, int) and window > 0 else None)
 
-    async def _probe_completion(self) -> ModelInfo:
+    async def _probe_completion(self, listing: httpx.Response) -> ModelInfo:
         payload = {"model": self.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
         try:
-            response = await self._client.post(
-                self.url, json=payload, timeout=min(self.timeout, PREFLIGHT_TIMEOUT_S)
-            )
+            response = await self._client.post(self.url, json=payload, timeout=self._preflight_timeout)
         except httpx.RequestError as exc:
-            raise PreflightError(
-                self._clean(f"cannot reach {self.url}: {type(exc).__name__}: {exc}")
-            ) from None
+            raise PreflightError(self._clean(self._unanswered(self.url, exc))) from None
         if response.status_code in AUTH_STATUS:
             raise PreflightError(self._refused_key(response))
-        if not response.is_success:
+        if response.status_code in NO_ROUTE_STATUS and not MODEL_IN_REFUSAL.search(response.text):
+            answers = [self._answered(answer, SHORT_EXCERPT_CHARS) for answer in (listing, response)]
             raise PreflightError(
-                self._clean(f"model {self.model!r} refused: HTTP {response.status_code}: {response.text}")
+                f"no OpenAI API at {httpx.URL(self.base_url).copy_with(userinfo=b'')}: {', '.join(answers)}; "
+                "is --base-url the API root (it usually ends in /v1)?"
             )
+        if not response.is_success:
+            raise PreflightError(f"model {self.model!r} refused: {self._answered(response)}")
         return ModelInfo(None)
+
+    @property
+    def _preflight_timeout(self) -> float:
+        return min(self.timeout, PREFLIGHT_TIMEOUT_S)
+
+    def _unanswered(self, where: str, exc: httpx.RequestError) -> str:
+        """Why a request got no HTTP answer, and what to check."""
+        kind = type(exc).__name__
+        if isinstance(exc, httpx.ConnectTimeout):
+            return f"cannot reach {where}: no connection within {self._preflight_timeout:g} s ({kind})"
+        if isinstance(exc, httpx.TimeoutException):
+            return (
+                f"{where} accepted the connection but sent no answer within {self._preflight_timeout:g} s "
+                f"({kind}): is the server still starting, or is --base-url another service?"
+            )
+        return f"cannot reach {where}: {kind}: {exc or 'no detail'}"
+
+    def _answered(self, response: httpx.Response, limit: int = EXCERPT_CHARS) -> str:
+        """`URL answered HTTP n: body`, the body cleaned (or said to be empty), no user:password shown."""
+        url = response.request.url.copy_with(userinfo=b"")
+        body = self._clean(response.text, limit) or "(empty body)"
+        return f"{url} answered HTTP {response.status_code}: {body}"
 
     def _refused_key(self, response: httpx.Response) -> str:
         sent = "the API key" if self._secret else "no API key (set OPENAI_API_KEY or --api-key-env)"
@@ -252,7 +278,7 @@ class ChatEndpoint:
                     prompt_tokens=_first_int(PROMPT_IN_REFUSAL, response.text),
                 )
             if not response.is_success:
-                raise EndpointError(self._clean(f"HTTP {response.status_code}: {response.text}"))
+                raise EndpointError(self._answered(response))
             return self._content(response)
         raise EndpointError(f"gave up after {attempts} attempt(s): {reason}")
 

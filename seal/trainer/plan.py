@@ -6,6 +6,8 @@ then what SEAL adds; each row names the config keys it shows, so a reader knows 
 
 from __future__ import annotations
 
+import functools
+import textwrap
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -14,9 +16,13 @@ from seal.bfcl.tasks import split_ids
 from seal.trainer.attention_setting import choose_attention
 from seal.trainer.settings import SealSettings
 
+PLAN_WIDTH = 100
+"""Columns the printed plan fits in (a path longer than its column is not broken)."""
 
-def plan_rows(config: DictConfig, settings: SealSettings) -> list[tuple[str, str, str]]:
-    """(what, value, config keys) for every key value of the run."""
+
+def plan_rows(config: DictConfig, settings: SealSettings, service: str) -> list[tuple[str, str, str]]:
+    """(what, value, config keys) for every key value of the run; `service` says which environment
+    service the run uses (the launcher knows whether it started one)."""
     actor, rollout = config.actor_rollout_ref.actor, config.actor_rollout_ref.rollout
     trainer, data = config.trainer, config.data
     gpus = trainer.nnodes * trainer.n_gpus_per_node
@@ -68,7 +74,7 @@ def plan_rows(config: DictConfig, settings: SealSettings) -> list[tuple[str, str
             f"{rollout.gpu_memory_utilization:g}",
             "trainer.n_gpus_per_node, trainer.nnodes, rollout.tensor_model_parallel_size",
         ),
-        ("rollout replicas", str(gpus // replica_gpus), "GPUs / (rollout TP x DP x PP)"),
+        ("rollout replicas", str(gpus // replica_gpus), "the GPUs divided by rollout TP x DP x PP"),
         ("rollout engine", str(rollout.name), "rollout.name"),
         attention_row(config),
         (
@@ -97,7 +103,7 @@ def plan_rows(config: DictConfig, settings: SealSettings) -> list[tuple[str, str
             f"{apatch.confidence_samples}",
             "seal.apatch.*",
         ),
-        ("environment service", settings.rollout.env_url, "seal.rollout.env_url (launcher: --env-url)"),
+        ("environment service", service, "seal.rollout.env_url; launcher --env-url, --with-bfcl"),
         ("run folder", str(Path(trainer.default_local_dir).parent), "trainer.default_local_dir/.."),
     ]
 
@@ -113,10 +119,19 @@ def attention_row(config: DictConfig) -> tuple[str, str, str]:
     )
 
 
-def format_plan(rows: list[tuple[str, str, str]]) -> str:
-    """The rows as an aligned plain-text table (logs and terminals alike)."""
-    widths = [max(len(row[i]) for row in [("key", "value", "config"), *rows]) for i in range(3)]
-    lines = [("key", "value", "config"), tuple("-" * w for w in widths), *rows]
-    return "\n".join(
-        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines
+def format_plan(rows: list[tuple[str, str, str]], width: int = PLAN_WIDTH) -> str:
+    """The rows as plain text in `width` columns (logs and terminals alike): each setting and its value
+    on one line, wrapped under the value, then the config keys that set it."""
+    indent = max(len(row[0]) for row in rows) + 2
+    wrap = functools.partial(
+        textwrap.wrap,
+        width=width,
+        subsequent_indent=" " * indent,
+        break_long_words=False,
+        break_on_hyphens=False,
     )
+    lines = [f"{'setting':<{indent}}value (set by)", "-" * width]
+    for what, value, keys in rows:
+        lines += wrap(f"{what:<{indent}}{value}")
+        lines += wrap(f"(set by {keys})", initial_indent=" " * indent)
+    return "\n".join(line.rstrip() for line in lines)

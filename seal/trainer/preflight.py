@@ -184,7 +184,7 @@ def _check_apatch(
     labels: list[list[str]], rewards: list[float], profile: FailureProfile, settings: SealSettings
 ) -> str:
     if not settings.apatch.enabled:
-        return "off (GRPO advantages untouched)"
+        return "off: GRPO's advantages are used as they are"
     config = settings.apatch.to_config()
     rho = APatchState.initial(config).update(profile, config)
     mean, spread = statistics.fmean(rewards), statistics.pstdev(rewards) or 1.0
@@ -197,13 +197,18 @@ def _check_apatch(
         raise PreflightError(f"A-Patch weights outside [{config.w_min}, {config.w_max}]: {factors}")
     mean_scale = metrics["seal/apatch/mean_scale"]
     return (
-        f"{settings.apatch.mode}: {len(labels)} trajectories, mean scale {mean_scale:.3f}, "
-        f"weights {min(factors):.2f}..{max(factors):.2f}"
+        f"{settings.apatch.mode}: weights {min(factors):.2f}..{max(factors):.2f}, mean {mean_scale:.2f}, "
+        f"on {rewards.count(1.0)} ground truths and {rewards.count(0.0)} failures"
     )
 
 
 def _check_evolve(profile: FailureProfile, settings: SealSettings) -> str:
+    preset = settings.interface.preset
     if not settings.interface.adapt:
-        return f"off (Ω stays preset {settings.interface.preset!r})"
-    evolved = evolve(build_interface(settings.interface.preset), profile.to_json())
-    return f"Ω v0 -> v{evolved.version} with {len(evolved.guidelines)} guideline(s)"
+        return f"off: the training interface Ω stays preset {preset}, v0"
+    start = build_interface(preset)
+    evolved = evolve(start, profile.to_json())
+    change = f"interface Ω v0 -> v{evolved.version} from the batch's failure counts"
+    if not start.config.guidelines:
+        return f"{change} (preset {preset} adds no guidelines)"
+    return f"{change}: {len(evolved.guidelines)} guideline(s) added to the prompt"

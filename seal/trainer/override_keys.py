@@ -1,0 +1,146 @@
+"""Refuse overrides of keys that nothing reads, and answer a misspelt key with the key it resembles.
+
+Hydra refuses `trainer.tset_freq=5` (no such key) and suggests `+trainer.tset_freq=5`, which it then
+accepts: the run starts with `test_freq` unchanged and the new key read by nobody. A launch therefore
+checks every override's key against the experiment composed without overrides. A key the config has is
+fine. A new key (`+key`, `++key`) is accepted only where something reads it:
+- inside a map verl passes on as it is (`actor_rollout_ref.model.override_config`, `engine_kwargs`, ...:
+  the maps verl's yaml leaves empty, and Ray's `ray_kwargs.ray_init`), or a dict setting of `seal:`
+  (`seal.apatch.rho`);
+- as a field of the dataclass a verl section is built into (its `_target_`) that the yaml leaves out.
+`seal:` is `SealSettings` (seal/trainer/settings.py), whose fields are all in the composed config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import Override
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+
+RAY_OPEN_MAPS = ("ray_kwargs.ray_init", "ray_kwargs.ray_init.runtime_env")
+"""Passed to `ray.init(**ray_init)`: any keyword of Ray's is read, not only the ones verl's yaml lists."""
+CONFIG_PACKAGES = ("verl.trainer.config", "seal.config")
+"""Where the experiments' config groups live (`actor=...` picks a file of a group, not a key)."""
+SEAL_SECTION = "seal"
+ABSENT = object()
+CLOSE_ENOUGH = 0.6
+"""difflib ratio from which a known key (one part of a dotted key) is offered as the one meant."""
+
+
+class OverrideKeyError(ValueError):
+    """An override of a key that nothing reads; the message is one line."""
+
+
+def check_override_keys(defaults: DictConfig, overrides: Sequence[str]) -> None:
+    """Raise OverrideKeyError for the first override whose key `defaults` (the experiment composed
+    without overrides) lacks, unless it adds (`+`) a key to a map or dataclass that reads it."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException as exc:
+        raise OverrideKeyError(" ".join(str(exc).split())) from exc
+    for override in parsed:
+        _check(defaults, override)
+
+
+def _check(defaults: DictConfig, override: Override) -> None:
+    key = override.key_or_group
+    if override.is_hydra_override() or "/" in key or "@" in key or _is_group(key):
+        return
+    if _select(defaults, key) is not ABSENT:
+        return
+    line = override.input_line or key
+    parent, _, leaf = key.rpartition(".")
+    if _open_map(defaults, key) is None and leaf not in _dataclass_fields(defaults, parent):
+        raise OverrideKeyError(f"{line}: {_nobody_reads(key)}{_did_you_mean(defaults, key)}")
+    if not (override.is_add() or override.is_force_add() or override.is_delete()):
+        raise OverrideKeyError(f"{line}: the config has no {key} yet; add it with +{line}")
+
+
+def _nobody_reads(key: str) -> str:
+    where = "SealSettings" if key.startswith(SEAL_SECTION + ".") else "verl's config or the experiment"
+    return f"nothing reads {key} (not a setting of {where})"
+
+
+def _did_you_mean(defaults: DictConfig, key: str) -> str:
+    guess = _closest_key(defaults, key)
+    return f"; did you mean `{guess}`?" if guess else ""
+
+
+def _closest_key(defaults: DictConfig, key: str) -> str | None:
+    """The known key that `key` most likely misspells, correcting each unknown part of it among the
+    keys (and dataclass fields) beside it; None when nothing is close."""
+    corrected = _correct(OmegaConf.to_container(defaults, resolve=False), key.split("."))
+    return ".".join(corrected) if corrected else None
+
+
+def _correct(node: dict[str, Any], parts: list[str]) -> list[str] | None:
+    head, rest = parts[0], parts[1:]
+    names = [str(name) for name in node]
+    if not rest:
+        names += sorted(_fields_of(node.get("_target_")) - set(names))
+    options = [head] if head in names else difflib.get_close_matches(head, names, n=3, cutoff=CLOSE_ENOUGH)
+    for option in options:
+        if not rest:
+            return [option]
+        child = node.get(option)
+        tail = _correct(child, rest) if isinstance(child, dict) else None
+        if tail is not None:
+            return [option, *tail]
+    return None
+
+
+def _open_map(defaults: DictConfig, key: str) -> str | None:
+    """The map that `key` would be added to when that map reads any key, else None."""
+    parts = key.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        path = ".".join(parts[:end])
+        node = _select(defaults, path)
+        if not isinstance(node, DictConfig):
+            continue
+        if path in RAY_OPEN_MAPS or _is_open(node, path):
+            return path
+        return None
+    return None
+
+
+def _is_open(node: DictConfig, path: str) -> bool:
+    """A dict setting of SealSettings; in verl's sections, a map its yaml leaves empty (`{}`)."""
+    if path.startswith(SEAL_SECTION + "."):
+        return OmegaConf.get_type(node) is dict
+    return len(node) == 0
+
+
+def _dataclass_fields(defaults: DictConfig, parent: str) -> set[str]:
+    """The fields of the dataclass that verl builds the section at `parent` into (its `_target_`)."""
+    node = _select(defaults, parent) if parent else None
+    return _fields_of(node.get("_target_") if isinstance(node, DictConfig) else None)
+
+
+def _fields_of(target: object) -> set[str]:
+    if not isinstance(target, str):
+        return set()
+    from hydra.utils import get_class
+
+    try:
+        cls = get_class(target)
+    except (ImportError, HydraException, ValueError):
+        return set()
+    return {field.name for field in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+
+
+def _select(config: DictConfig, key: str) -> object:
+    return OmegaConf.select(config, key, default=ABSENT, throw_on_resolution_failure=False)
+
+
+def _is_group(key: str) -> bool:
+    """`actor=...` selects a file of a config group; Hydra checks those itself."""
+    if "." in key:
+        return False
+    return any(resources.files(package).joinpath(key).is_dir() for package in CONFIG_PACKAGES)
