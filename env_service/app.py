@@ -29,7 +29,7 @@ from starlette.exceptions import HTTPException
 
 from env_service.lanes import HeavyLane
 from env_service.metrics import ServiceMetrics
-from env_service.middleware import ACCESS_LOG, AccessMiddleware, BodyLimitMiddleware
+from env_service.middleware import ACCESS_LOG, AccessMiddleware, BodyLimitMiddleware, TokenMiddleware
 from env_service.models import (
     Created,
     CreateEpisode,
@@ -45,6 +45,7 @@ from env_service.models import (
     parse_body,
     request_body,
 )
+from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, is_loopback, token_from_environment
 from seal.env.store import EpisodeStore, StoreError, StoreSettings, one_line
 from seal.flags import setting
 
@@ -82,6 +83,20 @@ class ServiceSettings:
             raise ValueError(f"port must be 0 to 65535, got {self.port}")
         if self.log_level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {self.log_level!r} (expected {', '.join(LOG_LEVELS)})")
+        self.required_token()
+
+    def required_token(self) -> str | None:
+        """The token every request must carry: none on loopback; beyond it `$SEAL_ENV_TOKEN`, whose
+        absence is a one-line ValueError, so such a service refuses to start rather than run open."""
+        if is_loopback(self.host):
+            return None
+        token = token_from_environment()
+        if token is None:
+            raise ValueError(
+                f"--host {self.host} serves beyond loopback: set {TOKEN_ENV} to a shared token "
+                f"(clients send it in the {TOKEN_HEADER} header)"
+            )
+        return token
 
     @classmethod
     def from_options(cls, **options: Any) -> ServiceSettings:
@@ -233,6 +248,9 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
         return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    token = settings.required_token()
+    if token is not None:
+        app.add_middleware(TokenMiddleware, token=token)
     app.add_middleware(AccessMiddleware, observe=metrics.observe, router=app.router)
     return app
 

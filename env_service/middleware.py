@@ -1,10 +1,12 @@
-"""Two small ASGI middlewares: a request-body size limit, and per-request metrics plus a JSON access log.
+"""Small ASGI middlewares: a request-body size limit, the shared token of a service bound beyond
+loopback, and per-request metrics plus a JSON access log.
 
-Both are plain ASGI (no BaseHTTPMiddleware), so they add no task or copy per request.
+All are plain ASGI (no BaseHTTPMiddleware), so they add no task or copy per request.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import time
@@ -13,6 +15,8 @@ from typing import Any
 
 from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from seal.env.auth import TOKEN_HEADER
 
 ACCESS_LOG = logging.getLogger("env_service.access")
 
@@ -71,6 +75,27 @@ class BodyLimitMiddleware:
             chunks.append(chunk)
             more = message.get("more_body", False)
         await self.app(scope, _replay(b"".join(chunks), receive), send)
+
+
+class TokenMiddleware:
+    """401 for a request without the shared token, compared in constant time, before its body is read.
+
+    `GET /healthz` stays open: it reveals only counts, and liveness probes carry no secrets.
+    """
+
+    OPEN_PATHS = frozenset({"/healthz"})
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = token.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in self.OPEN_PATHS:
+            sent = dict(scope["headers"]).get(TOKEN_HEADER.encode(), b"")
+            if not hmac.compare_digest(sent, self.expected):
+                await send_error(send, 401, f"missing or wrong {TOKEN_HEADER} header")
+                return
+        await self.app(scope, receive, send)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -19,6 +19,7 @@ import httpx
 import orjson
 from httpx_aiohttp import AiohttpTransport
 
+from seal.env.auth import TOKEN_HEADER, token_from_environment
 from seal.env.episode import EpisodeResult
 from seal.env.store import EpisodeStore, StoreError, one_line
 
@@ -77,6 +78,8 @@ class HttpEnvClient:
     cluster. Every call is bounded by `timeout` in total. Only requests that cannot have reached the
     server (refused or timed-out connects) are retried, with exponential backoff, at most `retries`
     times; a GET is also retried after a broken connection, because reading twice changes nothing.
+    Every request carries `token` (default `$SEAL_ENV_TOKEN`), which a service bound beyond loopback
+    requires (seal/env/auth.py).
     """
 
     def __init__(
@@ -86,6 +89,7 @@ class HttpEnvClient:
         retries: int = 3,
         backoff: float = 0.1,
         max_connections: int = 256,
+        token: str | None = None,
     ) -> None:
         if timeout <= 0 or retries < 0 or backoff < 0 or max_connections < 1:
             raise ValueError("timeout and max_connections must be positive, retries and backoff non-negative")
@@ -94,6 +98,7 @@ class HttpEnvClient:
         self.retries = retries
         self.backoff = backoff
         self.max_connections = max_connections
+        self.token = token if token is not None else token_from_environment()
         self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
 
     def __getstate__(self) -> dict[str, Any]:
@@ -124,6 +129,7 @@ class HttpEnvClient:
                 timeout=self.timeout,
                 trust_env=False,
                 transport=AiohttpTransport(trust_env=False, limits=limits),
+                headers={TOKEN_HEADER: self.token} if self.token else None,
             )
         return client
 
