@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import verl
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -78,15 +77,6 @@ def row(task_id: str, agent: str, index: int) -> dict[str, Any]:
         "index": index,
         "data_source": task.category,
     }
-
-
-def non_tensor_batch(rows: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
-    columns = {}
-    for key in rows[0]:
-        column = np.empty(len(rows), dtype=object)
-        column[:] = [r[key] for r in rows]
-        columns[key] = column
-    return columns
 
 
 async def conversation(task_id: str, mode: str, actions: Sequence[str]) -> list[list[dict[str, str]]]:

@@ -23,13 +23,13 @@ from verl.utils import tensordict_utils as tu
 
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import close_env_clients
+from seal.trainer.scripted_rollout import non_tensor_columns
 from seal.trainer.testing import ScriptedLLMServer
 from seal.trainer.trajectory import TrajectoryFields
 from tests.rollout_helpers import (
     MODES_BY_AGENT,
     TASKS,
     model_folder,
-    non_tensor_batch,
     row,
     trainer_config,
 )
@@ -64,7 +64,7 @@ def comparable(extra: dict[str, Any]) -> dict[str, Any]:
 
 async def legacy_run(config: Any, server: ScriptedLLMServer, rows: list[dict]) -> DataProto:
     worker = AgentLoopWorker(config, llm_client=server)
-    batch = await worker.generate_sequences(DataProto.from_dict(non_tensors=non_tensor_batch(rows)))
+    batch = await worker.generate_sequences(DataProto.from_dict(non_tensors=non_tensor_columns(rows)))
     await close_env_clients()
     return batch
 

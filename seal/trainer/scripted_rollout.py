@@ -59,7 +59,8 @@ def loop_row(task_id: str, mode: str, index: int) -> dict[str, Any]:
     }
 
 
-def _columns(rows: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+def non_tensor_columns(rows: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Rows as the object columns of a `DataProto`'s non-tensor batch (what the agent loops read)."""
     columns = {}
     for key in rows[0]:
         column = np.empty(len(rows), dtype=object)
@@ -90,7 +91,7 @@ async def _play(
 ) -> list[ScriptedTrajectory]:
     server = ScriptedLLMServer(tokenizer, dict(scripts))
     worker = AgentLoopWorker(config, llm_client=server)
-    batch = await worker.generate_sequences(DataProto.from_dict(non_tensors=_columns(rows)))
+    batch = await worker.generate_sequences(DataProto.from_dict(non_tensors=non_tensor_columns(rows)))
     await close_env_clients()
     return list(_unpadded(batch))
 
