@@ -18,8 +18,10 @@ FLASH_ATTENTION = "flash_attention_2"
 
 
 def attention_kernel(config: DictConfig) -> str:
-    """The attention implementation the actor and reference model are loaded with."""
-    override = config.actor_rollout_ref.model.get("override_config") or {}
+    """The attention implementation the trained model is loaded with (the actor and reference model of an
+    RL config, `model` of an SFT one)."""
+    model = config.actor_rollout_ref.model if "actor_rollout_ref" in config else config.model
+    override = model.get("override_config") or {}
     return str(override.get("attn_implementation") or FLASH_ATTENTION)
 
 
