@@ -66,7 +66,7 @@ def test_the_dry_run_plays_a_task_per_category_prints_the_plan_and_writes_nothin
     plan = plan_values(out)
     assert plan["base model"] == str(folder) and plan["method"].startswith("SFT")
     assert plan["episodes replayed"].startswith("smoke_gpu.yaml: tool prompt qwen_fc, Ω preset reference")
-    assert plan["epochs"] == "3 (25 steps per epoch)"
+    assert plan["epochs"] == "3 (at most 25 steps per epoch)"  # 400 train tasks, batch 16
     assert out.count("episode  multi_turn_") == 4
     assert list(tmp_path.iterdir()) == []
 

@@ -26,7 +26,6 @@ from seal.trainer.sft_data import (
     SFT_SPLIT,
     episode_config,
     sft_rows,
-    train_rows,
     write_sft_parquet,
 )
 from seal.trainer.sft_settings import SFTSettings, sft_settings
@@ -114,7 +113,7 @@ def sft_plan_rows(config: DictConfig, settings: SFTSettings) -> list[tuple[str, 
     data, trainer, model = config.data, config.trainer, config.model
     episodes = episodes_of(config, settings)
     seal = episodes.seal
-    steps = len(train_rows()) // data.train_batch_size
+    steps = len(split_ids(SFT_SPLIT)) // data.train_batch_size
     return [
         ("base model", str(model.path), "model.path"),
         ("method", "SFT (behaviour cloning of the train split's ground truth)", "exp/sft_warmstart.yaml"),
@@ -136,7 +135,7 @@ def sft_plan_rows(config: DictConfig, settings: SFTSettings) -> list[tuple[str, 
         ("micro-batch size per GPU", str(data.micro_batch_size_per_gpu), "data.micro_batch_size_per_gpu"),
         (
             "epochs",
-            f"{trainer.total_epochs} ({steps} steps per epoch)",
+            f"{trainer.total_epochs} (at most {steps} steps per epoch)",
             "trainer.total_epochs, trainer.total_training_steps",
         ),
         ("GPUs", f"{trainer.n_gpus_per_node} (torchrun, one node)", "trainer.n_gpus_per_node"),
