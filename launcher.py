@@ -4,10 +4,13 @@
     python launcher.py --conf exp/SEAL.yaml --dry-run   # everything up to the first GPU allocation (CPU)
     python launcher.py --conf exp/SEAL.yaml --test      # train, then test the best-val and last checkpoints
     python launcher.py --conf exp/SEAL.yaml -- actor_rollout_ref.model.path=/models/Qwen2.5-3B-Instruct
+    python launcher.py --conf exp/sft_warmstart.yaml -- model.path=/models/SmolLM2-135M-Instruct   # SFT
 
 The service: `--env-url URL` (or `seal.rollout.env_url`) is used when it answers `/healthz`; otherwise, or
 with `--with-bfcl`, the launcher starts one with the config's taxonomy and interface, logs it to the run
 folder and stops it on every way out. Each launch is recorded in `launcher_record/<experiment>/<UTC time>/`.
+An SFT experiment (composed from seal_sft) needs no service: its rows are built in-process when missing, then
+verl's SFT trainer runs under torchrun on the recorded config and the model folder it saved is printed.
 Exit status: 0 done, 1 a check or the run failed, 2 a bad command line or config, 130 interrupted.
 """
 
@@ -54,6 +57,8 @@ class Entry:
     train: Callable[[DictConfig], None]
     evaluate_test: Callable[[DictConfig], dict[str, Any]]
     needs_gpus: bool = True
+    train_sft: Callable[[DictConfig, Path, Path | None], None] | None = None
+    """An SFT experiment's trainer (config, recorded config file, metrics file); None: verl's, by torchrun."""
 
 
 def verl_entry() -> Entry:
@@ -116,9 +121,12 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     from seal.trainer.plan import format_plan, plan_rows
     from seal.trainer.preflight import PreflightError, check_data, data_files
     from seal.trainer.run_record import RECORD_ROOT, launch_stamp, write_record
+    from seal.trainer.sft_settings import is_sft
     from seal.trainer.val_test import TEST_FILE
 
     config = compose(args.conf, args.overrides)
+    if is_sft(config):
+        return launch_sft(args, config, entry, argv)
     attention = attention_of(config)
     if entry.needs_gpus and not args.dry_run:
         problem = gpu_problem(config) or attention.problem
@@ -181,6 +189,64 @@ def service_row(service: dict[str, Any], asked: str, args: argparse.Namespace) -
     if args.dry_run:
         return f"one the launch starts ({why}); the one this dry run checked is stopped"
     return f"{service['url']}, started for this launch ({why}), pid {service['pid']}; stopped with it"
+
+
+def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv: list[str]) -> int:
+    """Check, preflight and plan an SFT experiment; unless a dry run: build its rows, record, train, and
+    print the model folder that `actor_rollout_ref.model.path` takes."""
+    from seal.trainer.experiment import ExperimentError
+    from seal.trainer.plan import format_plan
+    from seal.trainer.run_record import RECORD_ROOT, launch_stamp, write_record
+    from seal.trainer.sft import (
+        ensure_sft_data,
+        preflight_sft,
+        sft_model_path,
+        sft_plan_rows,
+        train_sft,
+        validate_sft,
+    )
+    from seal.trainer.sft_data import SFTDataError
+
+    if args.test or args.with_bfcl or args.env_url:
+        raise LaunchError("an SFT experiment takes no --test, --with-bfcl or --env-url", status=2)
+    if entry.needs_gpus and not args.dry_run:
+        problem = gpu_problem(config)
+        if problem is not None:
+            raise LaunchError(problem)
+    try:
+        settings = validate_sft(config)
+    except ExperimentError as exc:
+        raise LaunchError(str(exc), status=2) from exc
+    try:
+        for row in preflight_sft(config, settings):
+            print(
+                f"episode  {row.task_id}: {row.tokens} tokens, {row.trained} trained, reward {row.reward:g}"
+            )
+        print(format_plan(sft_plan_rows(config, settings)))
+        if args.dry_run:
+            print("\ndry run: config and rows are ready; nothing was written or started on a GPU")
+            return 0
+        built = ensure_sft_data(config, settings)
+    except SFTDataError as exc:
+        raise LaunchError(str(exc)) from exc
+    print(f"data  train {config.data.train_files}{'  (built)' if built else ''}")
+    run_dir = Path(config.trainer.default_local_dir).parent
+    stamp = launch_stamp()
+    metrics = run_dir / "metrics" / f"{stamp}.jsonl" if "file" in config.trainer.logger else None
+    if metrics is not None:
+        metrics.parent.mkdir(parents=True, exist_ok=True)
+    record = write_record(
+        RECORD_ROOT / str(config.trainer.experiment_name) / stamp, config, args.conf, args.overrides, argv, {}
+    )
+    print(f"\nlaunch recorded in {record}")
+    try:
+        (entry.train_sft or train_sft)(config, record / "config.yaml", metrics)
+        model = sft_model_path(config)
+    except (RuntimeError, FileNotFoundError) as exc:
+        raise LaunchError(str(exc)) from exc
+    mark_finished(run_dir, config)
+    print(f"SFT model: {model}\n(for RL: -- actor_rollout_ref.model.path={model})")
+    return 0
 
 
 def preflight(config: DictConfig, url: str) -> SealSettings:

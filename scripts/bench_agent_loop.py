@@ -5,7 +5,7 @@ client, in one run on one machine.
     python scripts/bench_agent_loop.py                      # 256 trajectories (64 train tasks x 4)
     python scripts/bench_agent_loop.py --trajectories 64 --group 2
 
-The model is a zero-latency scripted server (seal.trainer.testing) on a tiny ChatML tokenizer trained
+The model is a zero-latency scripted server (seal.trainer.scripted_server) on a tiny ChatML tokenizer trained
 in-process, so what is measured is the loop itself: environment round trips, token building (verl's
 continuous-token helpers), verl's post-processing. Target: the loop's time <= 2x the bare replay's.
 """
@@ -42,7 +42,8 @@ from seal.env.episode import Episode
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import agent_loop_config_path, close_env_clients
 from seal.trainer.rollout_settings import RolloutSettings
-from seal.trainer.testing import ScriptedLLMServer, build_chatml_model_folder
+from seal.trainer.scripted_server import ScriptedLLMServer
+from seal.trainer.testing import build_chatml_model_folder
 from seal.trainer.trajectory import TRAJECTORY_KEYS, TrajectoryFields
 
 

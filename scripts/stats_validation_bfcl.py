@@ -1,6 +1,7 @@
 """Per-category pass rates of a training run, step by step, and how its failure profile evolved.
 
     python scripts/stats_validation_bfcl.py --run experiments/SEAL [--out experiments/SEAL/stats]
+    python scripts/stats_validation_bfcl.py --run experiments/SEAL --sft experiments/sft_eval
 
 Reads the run folder the trainer and the launcher write (experiments/<name>/):
   validation/{step}.jsonl        verl's validation dump (100 val tasks), one row per task: score, category
@@ -11,6 +12,14 @@ Prints val pass rates per category for every step and test for the best-val and 
 their mean as the paper's "Avg" (in %), and writes into --out: pass_rates.csv, val_curves.png (one curve
 per category and Avg), label_shares.csv and label_shares.png (the share of each label among the training
 batch's ground-truth turns at every step, from the step-to-step growth of C_t's running total).
+
+--sft FOLDER [FOLDER ...] adds models evaluated on their own beside the run (an SFT model, the base model
+before it): each FOLDER is the run folder of a validation-only launch, its last `validation/{step}.jsonl`
+dump scored per split (train, val, test: the rows' `split`), shown with the folder's name as checkpoint.
+One pass can hold several splits (README, "SFT warm start"):
+    python launcher.py --conf exp/smoke_gpu.yaml -- actor_rollout_ref.model.path=SFT_MODEL_DIR \
+        trainer.val_only=true trainer.experiment_name=sft_eval data.val_max_samples=-1 \
+        'data.val_files=[data/bfcl_val.parquet,data/bfcl_test.parquet]'
 """
 
 from __future__ import annotations
@@ -23,10 +32,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from seal.bfcl.tasks import CATEGORIES
+from seal.bfcl.tasks import CATEGORIES, SPLITS
 from seal.reports import SHORT_NAMES, colour_of, label_order, legend_as_stacked
 from seal.tocf.labels import EXCLUDED
-from seal.trainer.val_test import REPORT_NAME, SplitScore, read_dump, validation_history
+from seal.trainer.val_test import REPORT_NAME, SplitScore, read_dump, score_rows, split_of, validation_history
 
 STEPS_FILE = "seal_steps.jsonl"
 TEST_MARKERS = ("s", "D")
@@ -59,14 +68,44 @@ def test_scores(run: Path) -> list[tuple[str, SplitScore]]:
     return rows
 
 
+def model_scores(folder: Path) -> list[tuple[str, SplitScore]]:
+    """(split, score) per split of the last validation dump in `folder/validation` that the dump holds rows
+    of (each row's `split`, else its task id's), in the order train, val, test."""
+    dumps = sorted(
+        (p for p in (folder / "validation").glob("*.jsonl") if p.stem.isdigit()), key=lambda p: int(p.stem)
+    )
+    if not dumps:
+        raise RunError(f"--sft: {folder / 'validation'} holds no {{step}}.jsonl validation dump")
+    with dumps[-1].open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    scores = []
+    for split in SPLITS:
+        kept = [
+            row
+            for row in rows
+            if (row.get("split") or split_of(row.get("task_id") or row.get("gts"))) == split
+        ]
+        if kept:
+            scores.append((split, score_rows(kept, int(dumps[-1].stem))))
+    if not scores:
+        raise RunError(f"--sft: {dumps[-1]} holds no BFCL task of a split")
+    return scores
+
+
 def best_val_step(scores: Sequence[SplitScore]) -> SplitScore:
     """The highest val Avg, earliest on a tie (the launcher's selection also requires a checkpoint)."""
     return max(scores, key=lambda score: (score.mean, -score.step))
 
 
-def table_rows(val: Sequence[SplitScore], test: Sequence[tuple[str, SplitScore]]) -> list[dict[str, Any]]:
+def table_rows(
+    val: Sequence[SplitScore],
+    test: Sequence[tuple[str, SplitScore]],
+    beside: Sequence[tuple[str, str, SplitScore]] = (),
+) -> list[dict[str, Any]]:
+    """The run's val rows per step, its tested checkpoints, then (name, split, score) of models beside it."""
     rows = [_row("val", score, "") for score in val]
-    return rows + [_row("test", score, which) for which, score in test]
+    rows += [_row("test", score, which) for which, score in test]
+    return rows + [_row(split, score, name) for name, split, score in beside]
 
 
 def _row(split: str, score: SplitScore, checkpoint: str) -> dict[str, Any]:
@@ -197,11 +236,12 @@ def save(fig: Any, path: Path) -> None:
     plt.close(fig)
 
 
-def report(run: Path, out: Path) -> list[dict[str, Any]]:
+def report(run: Path, out: Path, beside: Sequence[Path] = ()) -> list[dict[str, Any]]:
     """Print the tables, write the CSVs and charts; return the pass-rate rows."""
     val = val_scores(run)
     test = test_scores(run)
-    rows = table_rows(val, test)
+    others = [(folder.name, split, score) for folder in beside for split, score in model_scores(folder)]
+    rows = table_rows(val, test, others)
     best = best_val_step(val)
     out.mkdir(parents=True, exist_ok=True)
     print(f"{run}: pass rates (%) per category; Avg is their mean, as in the paper")
@@ -230,9 +270,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--run", type=Path, required=True, help="the run folder, e.g. experiments/SEAL")
     parser.add_argument("--out", type=Path, default=None, help="where to write (default: RUN/stats)")
+    parser.add_argument(
+        "--sft",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="run folders of validation-only launches (an SFT model, the base model), shown beside the run",
+    )
     args = parser.parse_args(argv)
     try:
-        report(args.run, args.out or args.run / "stats")
+        report(args.run, args.out or args.run / "stats", args.sft)
     except (ValueError, KeyError, OSError) as exc:
         print(f"stats_validation_bfcl: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1

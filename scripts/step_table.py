@@ -5,8 +5,11 @@
 Reads verl's metrics of every launch of the run (`RUN/metrics/*.jsonl`, written by verl's `file` logger; the
 launcher gives each launch its own file) and prints, per training step, verl's phase timings, SEAL's own
 timings, the tokens, throughput and actor MFU, the environment and generation seconds of the trajectories,
-the reward, the label shares, the A-Patch mean scale and Ω's version. With two runs it also compares their
-median step times over the steps after the first (the first holds compilation and warm-up), phase by phase.
+what says whether the run learns (the reward mean, the share of GRPO groups with mixed rewards: only those
+carry an advantage), the A-Patch factor's min / mean / max, Ω's version, the label shares and ρ per label.
+With two runs it also prints their reward and mixed-group share side by side, step by step, and compares
+their median step times over the steps after the first (the first holds compilation and warm-up), phase by
+phase.
 """
 
 from __future__ import annotations
@@ -33,12 +36,17 @@ COLUMNS = {
     "MFU": "perf/mfu/actor",
     "env s/traj": "seal/env_seconds/mean",
     "gen s/traj": "seal/gen_seconds/mean",
-    "reward": "critic/score/mean",
+    "reward": "seal/reward/mean",
+    "mixed groups": "seal/groups/mixed_share",
     "truncated": "seal/truncated_share",
-    "apatch scale": "seal/apatch/scale_mean",
+    "apatch min": "seal/apatch/scale_min",
+    "apatch mean": "seal/apatch/scale_mean",
+    "apatch max": "seal/apatch/scale_max",
     "Ω version": "seal/interface/version",
 }
+LEARNING = ["reward", "mixed groups"]
 LABEL_PREFIX = "seal/label_share/"
+RHO_PREFIX = "seal/rho/"
 TIMINGS = [name for name, key in COLUMNS.items() if key.startswith("timing_s/")]
 
 
@@ -61,15 +69,29 @@ def step_table(steps: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(index=steps.index)
     for name, key in COLUMNS.items():
         table[name] = steps[key] if key in steps else float("nan")
-    labels = sorted(c for c in steps.columns if c.startswith(LABEL_PREFIX))
-    if labels:
-        shares = steps[labels].fillna(0.0)
+    shares = per_label(steps, LABEL_PREFIX)
+    if shares is not None:
         table["labels"] = [
-            " ".join(f"{label[len(LABEL_PREFIX) :]}={share:.2f}" for label, share in row.items() if share > 0)
-            for _, row in shares.iterrows()
+            " ".join(f"{k}={v:.2f}" for k, v in row.items() if v > 0) for _, row in shares.iterrows()
         ]
+    rho = per_label(steps, RHO_PREFIX)
+    if rho is not None:
+        table["ρ"] = [" ".join(f"{k}={v:.3f}" for k, v in row.dropna().items()) for _, row in rho.iterrows()]
     table.index.name = "step"
     return table
+
+
+def per_label(steps: pd.DataFrame, prefix: str) -> pd.DataFrame | None:
+    """The `prefix<label>` metrics, one column per label (named by the label); None when there are none."""
+    columns = sorted(c for c in steps.columns if c.startswith(prefix))
+    if not columns:
+        return None
+    return steps[columns].rename(columns=lambda c: c[len(prefix) :])
+
+
+def side_by_side(a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> pd.DataFrame:
+    """Reward and mixed-group share of two runs, step by step (NaN where a run lacks the step)."""
+    return pd.concat({names[0]: a[LEARNING], names[1]: b[LEARNING]}, axis=1)
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> pd.DataFrame:
@@ -98,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         tables.append(table)
     if len(tables) == 2:
         names = (args.runs[0].name, args.runs[1].name)
+        learning = side_by_side(*tables, names).to_string(float_format="{:.3f}".format)
+        print(f"\nreward and mixed-group share, step by step\n{learning}")
         medians = compare(*tables, names).to_string(float_format="{:.3f}".format)
         print(f"\nmedian seconds over steps 2+\n{medians}")
         share = tables[0]["seal_apatch"].iloc[1:].median() / tables[0]["step s"].iloc[1:].median()

@@ -30,7 +30,7 @@ from seal.trainer import agent_loop
 from seal.trainer.agent_loop import agent_loop_config_path, close_env_clients, request_task, rollout_settings
 from seal.trainer.rollout_settings import RolloutSettings
 from seal.trainer.scripted_rollout import non_tensor_columns
-from seal.trainer.testing import Ramble, ScriptedLLMServer
+from seal.trainer.scripted_server import Ramble, ScriptedLLMServer
 from seal.trainer.trajectory import REWARD_EXTRA_INFO, TRAJECTORY_KEYS, TrajectoryFields
 from tests.rollout_helpers import (
     MODES_BY_AGENT,

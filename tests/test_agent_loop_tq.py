@@ -24,7 +24,7 @@ from verl.utils import tensordict_utils as tu
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import close_env_clients
 from seal.trainer.scripted_rollout import non_tensor_columns
-from seal.trainer.testing import ScriptedLLMServer
+from seal.trainer.scripted_server import ScriptedLLMServer
 from seal.trainer.trajectory import TrajectoryFields
 from tests.rollout_helpers import (
     MODES_BY_AGENT,

@@ -29,7 +29,9 @@ from seal.trainer.preflight import PreflightError, check_data
 from tests.launcher_stand_in import ENV_FAILURE
 
 ROOT = Path(__file__).resolve().parents[1]
-PAPER_EXPERIMENTS = sorted(p for p in (ROOT / "exp").glob("*.yaml") if not p.stem.startswith("smoke_"))
+PAPER_EXPERIMENTS = sorted(
+    p for p in (ROOT / "exp").glob("*.yaml") if not p.stem.startswith(("smoke_", "sft_"))
+)  # the RL experiments; tests/test_sft_launch.py launches the SFT ones
 STAND_IN = ROOT / "tests" / "launcher_stand_in.py"
 SEAL = str(ROOT / "exp" / "SEAL.yaml")
 

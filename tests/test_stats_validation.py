@@ -168,3 +168,31 @@ def test_a_folder_without_validation_dumps_is_one_line_and_exit_1(tmp_path):
     done = stats("--run", str(tmp_path / "nothing"))
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1 and "validation" in done.stderr
+
+
+def test_models_evaluated_on_their_own_are_shown_beside_the_run_per_split(run, tmp_path):
+    """A validation-only launch of the SFT model on train and val in one pass, and one of the base model."""
+    sft, base = tmp_path / "sft_eval", tmp_path / "base_eval"
+    write_dump(tmp_path / "train.jsonl", "train", 0, (50, 20, 30, 10))
+    write_dump(tmp_path / "val.jsonl", "val", 0, (10, 5, 6, 4))
+    (sft / "validation").mkdir(parents=True)
+    (sft / "validation" / "0.jsonl").write_text(
+        (tmp_path / "train.jsonl").read_text() + (tmp_path / "val.jsonl").read_text()
+    )
+    write_dump(base / "validation" / "0.jsonl", "val", 0, (0, 0, 0, 0))
+    done = stats("--run", str(run), "--out", str(tmp_path / "stats"), "--sft", str(sft), str(base))
+    assert done.returncode == 0, done.stderr
+    table = [line.split() for line in done.stdout.splitlines()]
+    assert [row for row in table if row and row[2:3] in (["sft_eval"], ["base_eval"])] == [
+        expected_row("train", 0, "sft_eval", (50, 20, 30, 10), 100),
+        expected_row("val", 0, "sft_eval", (10, 5, 6, 4), 25),
+        expected_row("val", 0, "base_eval", (0, 0, 0, 0), 25),
+    ]
+    with (tmp_path / "stats" / "pass_rates.csv").open() as handle:
+        assert [r["checkpoint"] for r in csv.DictReader(handle)][-3:] == ["sft_eval", "sft_eval", "base_eval"]
+
+
+def test_a_model_folder_without_a_dump_is_one_line_and_exit_1(run, tmp_path):
+    done = stats("--run", str(run), "--out", str(tmp_path / "stats"), "--sft", str(tmp_path / "nothing"))
+    assert done.returncode == 1
+    assert len(done.stderr.strip().splitlines()) == 1 and "--sft" in done.stderr

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from tests.script_module import load_script
 
 step_table = load_script("step_table")
@@ -61,3 +63,53 @@ def test_two_runs_compare_medians_after_the_first_step(tmp_path, capsys):
 def test_a_run_without_metrics_is_one_line_and_exit_1(tmp_path, capsys):
     assert step_table.main([str(tmp_path)]) == 1
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def learning(
+    reward: float, mixed: float, scales: tuple[float, float, float], **rho: float
+) -> dict[str, float]:
+    names = ("seal/apatch/scale_min", "seal/apatch/scale_mean", "seal/apatch/scale_max")
+    return {
+        "seal/reward/mean": reward,
+        "seal/groups/mixed_share": mixed,
+        **dict(zip(names, scales, strict=True)),
+        **{f"seal/rho/{label}": weight for label, weight in rho.items()},
+    }
+
+
+def test_a_learning_run_shows_reward_mixed_groups_apatch_spread_and_rho_per_step(tmp_path):
+    run = write_run(
+        tmp_path / "seal",
+        [
+            {
+                1: step(40, 10, 0.02, **learning(0.0, 0.0, (1.0, 1.0, 1.0), pass_=1.0)),
+                2: step(
+                    41, 10, 0.02, **learning(0.25, 0.5, (0.5, 1.125, 2.0), pass_=0.9, state_mismatch=1.5)
+                ),
+            }
+        ],
+    )
+    table = step_table.step_table(step_table.read_steps(run))
+    assert table.loc[2, ["reward", "mixed groups"]].tolist() == [0.25, 0.5]
+    assert table.loc[2, ["apatch min", "apatch mean", "apatch max"]].tolist() == [0.5, 1.125, 2.0]
+    assert table.loc[1, "ρ"] == "pass_=1.000"
+    assert table.loc[2, "ρ"] == "pass_=0.900 state_mismatch=1.500"
+
+
+def test_two_runs_show_their_reward_and_mixed_share_side_by_side(tmp_path, capsys):
+    seal = write_run(tmp_path / "seal", [{1: step(9, 3, 0.1, **learning(0.25, 0.5, (1, 1, 1)))}])
+    vanilla = write_run(
+        tmp_path / "vanilla",
+        [
+            {
+                1: step(8, 3, 0.1, **learning(0.5, 0.25, (1, 1, 1))),
+                2: step(8, 3, 0.1, **learning(0.75, 0, (1, 1, 1))),
+            }
+        ],
+    )
+    tables = [step_table.step_table(step_table.read_steps(run)) for run in (seal, vanilla)]
+    both = step_table.side_by_side(*tables, ("seal", "vanilla"))
+    assert both.loc[1].tolist() == [0.25, 0.5, 0.5, 0.25]
+    assert both.loc[2, ("vanilla", "reward")] == 0.75 and pd.isna(both.loc[2, ("seal", "reward")])
+    assert step_table.main([str(seal), str(vanilla)]) == 0
+    assert "reward and mixed-group share, step by step" in capsys.readouterr().out

@@ -19,7 +19,8 @@ from seal.trainer.experiment import PROJECT_ROOT, ExperimentError, compose_exper
 from seal.trainer.settings import APatchSettings, SealSettings, settings_from_config
 
 EXP = PROJECT_ROOT / "exp"
-EXPERIMENTS = sorted(path.stem for path in EXP.glob("*.yaml"))
+EXPERIMENTS = sorted(path.stem for path in EXP.glob("*.yaml") if not path.stem.startswith("sft_"))
+"""The RL experiments; the SFT ones (sft_*.yaml) are composed and launched in tests/test_sft_launch.py."""
 DERIVED = {"trainer.default_local_dir", "trainer.validation_data_dir"}
 """Output folders follow trainer.experiment_name, which every experiment names."""
 

@@ -24,12 +24,13 @@ from seal.dataset import DATA_DIR, parquet_bytes
 from seal.trainer.agent_loop import agent_loop_config_path
 from seal.trainer.attention_setting import AttentionError, configure_attention
 from seal.trainer.settings import SealSettings, settings_from_config
+from seal.trainer.sft_settings import is_sft
 
 PROJECT_ROOT = DATA_DIR.parent
 SEARCHPATH_OVERRIDE = "hydra.searchpath=[pkg://seal.config,pkg://verl.trainer.config]"
-"""Where `seal_trainer` and verl's `ppo_trainer` are found. Hydra reads a search path only from the
-primary config or the command line, and experiment files compose one another (SEAL_3B on SEAL), so it
-is given here, once, instead of in every file."""
+"""Where `seal_trainer`, `seal_sft` and verl's `ppo_trainer` and `sft_trainer_engine` are found. Hydra
+reads a search path only from the primary config or the command line, and experiment files compose one
+another (SEAL_3B on SEAL), so it is given here, once, instead of in every file."""
 
 
 class ExperimentError(ValueError):
@@ -51,14 +52,19 @@ def compose_experiment(conf: Path | str, overrides: Sequence[str] = ()) -> DictC
 
 
 def resolve_paths(config: DictConfig) -> None:
-    """Make data files, output folders and the agent-loop config path absolute, in place."""
-    data = config.data
-    for key in ("train_files", "val_files"):
-        data[key] = _project_path(data[key])
+    """Make data files, output folders and the agent-loop config path absolute, in place. An SFT
+    experiment's data file is built into its run folder, so it is an output folder's path."""
     trainer = config.trainer
     for key in ("default_local_dir", "validation_data_dir"):
-        if trainer[key] is not None:
+        if trainer.get(key) is not None:
             trainer[key] = str(Path(trainer[key]).expanduser().absolute())
+    data = config.data
+    if is_sft(config):
+        data.train_files = str(Path(data.train_files).expanduser().absolute())
+        config.sft.episodes = _project_path(config.sft.episodes)
+        return
+    for key in ("train_files", "val_files"):
+        data[key] = _project_path(data[key])
     agent = config.actor_rollout_ref.rollout.agent
     if agent.agent_loop_config_path is None:
         agent.agent_loop_config_path = str(agent_loop_config_path())

@@ -13,11 +13,19 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from seal.bfcl.tasks import split_ids
-from seal.trainer.attention_setting import choose_attention
+from seal.trainer.attention_setting import FLASH_ATTENTION, choose_attention
 from seal.trainer.settings import SealSettings
 
 PLAN_WIDTH = 100
 """Columns the printed plan fits in (a path longer than its column is not broken)."""
+
+
+def attention_kernel(config: DictConfig) -> str:
+    """The attention implementation the trained model is loaded with (the actor and reference model of an
+    RL config, `model` of an SFT one)."""
+    model = config.actor_rollout_ref.model if "actor_rollout_ref" in config else config.model
+    override = model.get("override_config") or {}
+    return str(override.get("attn_implementation") or FLASH_ATTENTION)
 
 
 def plan_rows(config: DictConfig, settings: SealSettings, service: str) -> list[tuple[str, str, str]]:

@@ -22,7 +22,7 @@ from verl.protocol import DataProto
 from seal.dataset import EVAL_AGENT, TRAIN_AGENT
 from seal.env.episode import Episode
 from seal.trainer.agent_loop import close_env_clients
-from seal.trainer.testing import Reply, ScriptedLLMServer
+from seal.trainer.scripted_server import Reply, ScriptedLLMServer
 from seal.trainer.trajectory import TRAJECTORY_KEYS, TrajectoryFields
 
 AGENTS = {"train": TRAIN_AGENT, "eval": EVAL_AGENT}

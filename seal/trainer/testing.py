@@ -1,5 +1,5 @@
-"""Rollout doubles for CPU tests and the agent-loop benchmark: a model folder verl can load without
-weights, and a scripted `LLMServerClient` that answers token in, token out, with no model and no latency.
+"""Doubles for CPU tests and the benchmarks: a model folder verl can load without weights, and
+trajectory facts with neutral defaults. (The scripted LLM server is `seal.trainer.scripted_server`.)
 
 Nothing here downloads anything: the tokenizer is trained in-process on the texts it will see.
 """
@@ -7,15 +7,11 @@ Nothing here downloads anything: the tokenizer is trained in-process on the text
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from verl.workers.rollout.replica import TokenOutput
-
 from seal.bfcl.tasks import category_of
-from seal.trainer.agent_loop import request_task
 from seal.trainer.chatml import chatml_tokenizer
 from seal.trainer.trajectory import TrajectoryFields
 
@@ -67,60 +63,3 @@ def build_chatml_model_folder(
     }
     (folder / "config.json").write_text(json.dumps(config, indent=1))
     return folder
-
-
-@dataclass(frozen=True)
-class Ramble:
-    """A reply that never ends: `text` repeated until the call's `max_tokens` is used up."""
-
-    text: str
-
-
-Reply = str | Ramble
-
-
-class ScriptedLLMServer:
-    """Stands in for verl's `LLMServerClient`: the script of a trajectory is chosen by the task and
-    mode in its request id (`seal.trainer.agent_loop.trajectory_request_id`), then each call gives the
-    next reply of the script, the last one repeated once the script runs out. A `str` reply is one
-    whole assistant message (its tokens plus `<|im_end|>`); every call is cut at its `max_tokens`, as
-    vLLM does. Each sampled token gets log-prob `logprob`, so tests can see that the loop keeps them.
-    """
-
-    def __init__(
-        self, tokenizer: Any, scripts: dict[tuple[str, str], Sequence[Reply]], logprob: float = -0.25
-    ) -> None:
-        self.tokenizer = tokenizer
-        self.scripts = {key: list(replies) for key, replies in scripts.items()}
-        self.logprob = logprob
-        self.end_id = tokenizer.convert_tokens_to_ids("<|im_end|>")
-        self.calls = 0
-        self.calls_by_request: dict[str, int] = {}
-        self._tokens: dict[Reply, list[int]] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Shipped to Ray actors without the trajectories in flight."""
-        return {**self.__dict__, "calls_by_request": {}}
-
-    async def generate(
-        self, request_id: str, *, prompt_ids: list[int], sampling_params: dict[str, Any], **_: Any
-    ) -> TokenOutput:
-        replies = self.scripts[request_task(request_id)]
-        index = self.calls_by_request.get(request_id, 0)
-        self.calls_by_request[request_id] = index + 1
-        self.calls += 1
-        reply = replies[min(index, len(replies) - 1)]
-        tokens = self._reply_tokens(reply, int(sampling_params["max_tokens"]))
-        return TokenOutput(token_ids=tokens, log_probs=[self.logprob] * len(tokens), stop_reason="completed")
-
-    def _reply_tokens(self, reply: Reply, max_tokens: int) -> list[int]:
-        tokens = self._tokens.get(reply)
-        if tokens is None:
-            if isinstance(reply, Ramble):
-                tokens = self.tokenizer.encode(reply.text, add_special_tokens=False)
-            else:
-                tokens = [*self.tokenizer.encode(reply, add_special_tokens=False), self.end_id]
-            self._tokens[reply] = tokens
-        if isinstance(reply, Ramble):
-            return (tokens * (max_tokens // len(tokens) + 1))[:max_tokens]
-        return tokens[:max_tokens]

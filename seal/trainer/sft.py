@@ -1,0 +1,194 @@
+"""SFT experiments (exp/sft_warmstart.yaml): check, preflight, plan, build the data, train, find the model.
+
+verl 0.9.1's SFT trainer (`verl.trainer.sft_trainer`) is an SPMD program without Ray: one process per GPU,
+started by torchrun, each reading its Hydra config. The launcher records the resolved config and hands it
+to verl's own entry point (`--config-path/--config-name`), so the run is exactly the recorded one. With
+`hf_model` in `checkpoint.save_contents`, verl writes a full Hugging Face folder (weights, config,
+tokenizer) into each checkpoint: `global_step_N/huggingface`, the folder `actor_rollout_ref.model.path` takes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig
+from omegaconf.errors import OmegaConfBaseException
+
+from seal.bfcl.tasks import CATEGORIES, split_ids
+from seal.trainer.experiment import PROJECT_ROOT, ExperimentError
+from seal.trainer.plan import attention_kernel
+from seal.trainer.sft_data import (
+    SFT_SPLIT,
+    episode_config,
+    sft_rows,
+    write_sft_parquet,
+)
+from seal.trainer.sft_settings import SFTSettings, sft_settings
+
+DATASET_PATH = "pkg://seal.trainer.sft_dataset"
+SOURCE_SUFFIX = ".source.json"
+"""Beside the data file: what it was built from (model, episodes, overrides); another source rebuilds it."""
+HF_FOLDER = "huggingface"
+TRACKER = "latest_checkpointed_iteration.txt"
+
+
+def validate_sft(config: DictConfig) -> SFTSettings:
+    """The `sft:` settings and verl's own typed config objects (model, engine, optimiser, checkpoint) of an
+    SFT experiment; ExperimentError with one line when something is wrong."""
+    from verl.utils.config import omega_conf_to_dataclass
+
+    try:
+        settings = sft_settings(config)
+    except (ValueError, OmegaConfBaseException) as exc:
+        raise ExperimentError(f"sft: {' '.join(str(exc).split())}") from exc
+    model = config.model.path
+    if model is None or not (Path(model) / "config.json").is_file():
+        raise ExperimentError(f"model.path: {model} is not a model folder (-- model.path=DIR)")
+    if config.data.custom_cls.path != DATASET_PATH or config.data.pad_mode != "no_padding":
+        raise ExperimentError(
+            f"data: SEAL's SFT rows need data.custom_cls.path={DATASET_PATH} and data.pad_mode=no_padding"
+        )
+    trainer = config.trainer
+    if trainer.nnodes != 1:
+        raise ExperimentError("trainer.nnodes: the launcher runs SFT on one node (torchrun --standalone)")
+    if config.data.train_batch_size % trainer.n_gpus_per_node:
+        raise ExperimentError("data.train_batch_size must be a multiple of trainer.n_gpus_per_node")
+    try:
+        for key in ("model", "engine", "optim", "checkpoint"):
+            omega_conf_to_dataclass(config[key])
+    except Exception as exc:
+        raise ExperimentError(f"verl rejects the config: {' '.join(str(exc).split())}") from exc
+    return settings
+
+
+def episodes_of(config: DictConfig, settings: SFTSettings) -> DictConfig:
+    """The RL experiment the rows replay, with the SFT model's tokenizer."""
+    return episode_config(settings.episodes, config.model.path, settings.episode_overrides)
+
+
+@dataclass(frozen=True)
+class PreflightRow:
+    task_id: str
+    tokens: int
+    trained: int
+    reward: float
+
+
+def preflight_sft(config: DictConfig, settings: SFTSettings) -> list[PreflightRow]:
+    """One train task per category played with the ground truth: the rows are buildable, and their lengths
+    can be read against `data.max_length`."""
+    episodes = episodes_of(config, settings)
+    first = [next(t for t in split_ids(SFT_SPLIT) if t.rsplit("_", 1)[0] == c) for c in CATEGORIES]
+    rows = sft_rows(episodes, first)
+    return [PreflightRow(r.task_id, len(r.input_ids), sum(r.loss_mask), r.reward) for r in rows]
+
+
+def source_of(config: DictConfig, settings: SFTSettings) -> dict[str, object]:
+    return {
+        "model": str(config.model.path),
+        "episodes": settings.episodes,
+        "episode_overrides": list(settings.episode_overrides),
+    }
+
+
+def ensure_sft_data(config: DictConfig, settings: SFTSettings) -> bool:
+    """Build `data.train_files` unless it is there and was built from the same source; True when built."""
+    path = Path(config.data.train_files)
+    source = Path(f"{path}{SOURCE_SUFFIX}")
+    wanted = source_of(config, settings)
+    if path.is_file() and source.is_file() and json.loads(source.read_text()) == wanted:
+        return False
+    write_sft_parquet(sft_rows(episodes_of(config, settings)), path)
+    source.write_text(json.dumps(wanted, indent=1) + "\n")
+    return True
+
+
+def sft_plan_rows(config: DictConfig, settings: SFTSettings) -> list[tuple[str, str, str]]:
+    """(what, value, config keys) of an SFT run, for `seal.trainer.plan.format_plan`."""
+    data, trainer, model = config.data, config.trainer, config.model
+    episodes = episodes_of(config, settings)
+    seal = episodes.seal
+    steps = len(split_ids(SFT_SPLIT)) // data.train_batch_size
+    return [
+        ("base model", str(model.path), "model.path"),
+        ("method", "SFT (behaviour cloning of the train split's ground truth)", "exp/sft_warmstart.yaml"),
+        (
+            "episodes replayed",
+            f"{Path(settings.episodes).name}: tool prompt {seal.rollout.protocol}, Ω preset "
+            f"{seal.interface.preset}, prompt / response {episodes.data.max_prompt_length} / "
+            f"{episodes.data.max_response_length}",
+            "sft.episodes, sft.episode_overrides",
+        ),
+        ("data", str(data.train_files), "data.train_files (built when missing)"),
+        (
+            "max length",
+            f"{data.max_length}, truncation {data.truncation}",
+            "data.max_length, data.truncation",
+        ),
+        ("learning rate", f"{config.optim.lr:g}", "optim.lr"),
+        ("batch size", str(data.train_batch_size), "data.train_batch_size"),
+        ("micro-batch size per GPU", str(data.micro_batch_size_per_gpu), "data.micro_batch_size_per_gpu"),
+        (
+            "epochs",
+            f"{trainer.total_epochs} (at most {steps} steps per epoch)",
+            "trainer.total_epochs, trainer.total_training_steps",
+        ),
+        ("GPUs", f"{trainer.n_gpus_per_node} (torchrun, one node)", "trainer.n_gpus_per_node"),
+        (
+            "attention",
+            f"{attention_kernel(config)}, remove padding {model.use_remove_padding}",
+            "model.override_config.attn_implementation, model.use_remove_padding",
+        ),
+        (
+            "checkpoints",
+            f"{', '.join(config.checkpoint.save_contents)}; every {trainer.save_freq}",
+            "checkpoint.save_contents, trainer.save_freq",
+        ),
+        ("run folder", str(Path(trainer.default_local_dir).parent), "trainer.default_local_dir/.."),
+    ]
+
+
+def torchrun_command(config: DictConfig, config_file: Path) -> list[str]:
+    """verl's SFT entry point under torchrun, reading the recorded config `config_file`."""
+    run_dir = Path(config.trainer.default_local_dir).parent
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nnodes=1",
+        f"--nproc_per_node={config.trainer.n_gpus_per_node}",
+        "-m",
+        "verl.trainer.sft_trainer",
+        f"--config-path={config_file.parent.absolute()}",
+        f"--config-name={config_file.stem}",
+        f"hydra.run.dir={run_dir / 'hydra'}",
+    ]
+
+
+def train_sft(config: DictConfig, config_file: Path, metrics: Path | None) -> None:
+    """Run verl's SFT trainer on the recorded config; RuntimeError when it fails."""
+    paths = [str(PROJECT_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    if metrics is not None:
+        env["VERL_FILE_LOGGER_PATH"] = str(metrics.absolute())
+    done = subprocess.run(torchrun_command(config, config_file), env=env, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"verl's SFT trainer exited with status {done.returncode}")
+
+
+def sft_model_path(config: DictConfig) -> Path:
+    """The Hugging Face folder of the run's latest checkpoint; FileNotFoundError when there is none."""
+    checkpoints = Path(config.trainer.default_local_dir)
+    tracker = checkpoints / TRACKER
+    if not tracker.is_file():
+        raise FileNotFoundError(f"{checkpoints}: no checkpoint ({TRACKER} is missing)")
+    folder = checkpoints / f"global_step_{tracker.read_text().strip()}" / HF_FOLDER
+    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):
+        raise FileNotFoundError(f"{folder}: no Hugging Face model (is hf_model in checkpoint.save_contents?)")
+    return folder

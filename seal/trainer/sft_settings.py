@@ -1,0 +1,49 @@
+"""The `sft` config section: what SEAL adds to verl's SFT trainer config (exp/sft_warmstart.yaml).
+
+The dataclass is the single source of the defaults and the Hydra schema (group `sft`, composed by
+seal/config/seal_sft.yaml); it imports nothing of verl.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+SCHEMA_GROUP = "sft"
+SCHEMA_NAME = "schema"
+
+
+@dataclass
+class SFTSettings:
+    """Which episodes the behaviour-cloning data replays (seal.trainer.sft_data)."""
+
+    episodes: str = "exp/SEAL.yaml"
+    """The RL experiment whose train episodes are replayed with the ground truth: its protocol, interface Ω
+    and lengths decide the tokens (relative paths: from the project root). Its model is replaced by
+    `model.path`, whose tokenizer the data is built with."""
+    episode_overrides: list[str] = field(default_factory=list)
+    """Hydra overrides of that experiment, e.g. a longer `data.max_response_length`."""
+
+
+def is_sft(config: DictConfig) -> bool:
+    """An SFT experiment (composed from seal_sft) rather than an RL one (composed from seal_trainer)."""
+    return SCHEMA_GROUP in config and "actor_rollout_ref" not in config
+
+
+def sft_settings(config: DictConfig | dict[str, Any]) -> SFTSettings:
+    """The checked `SFTSettings` of an SFT config; ValueError when wrong."""
+    section = config.get(SCHEMA_GROUP)
+    if section is None:
+        raise ValueError("the config has no `sft:` section (compose it from seal/config/seal_sft.yaml)")
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(SFTSettings), section))
+
+
+def register_schema() -> None:
+    """Make `sft: schema` available to Hydra's defaults lists (idempotent)."""
+    ConfigStore.instance().store(group=SCHEMA_GROUP, name=SCHEMA_NAME, node=SFTSettings)
+
+
+register_schema()
