@@ -20,6 +20,7 @@ from seal.dataset import TRAIN_AGENT
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import close_env_clients
 from seal.trainer.experiment import compose_experiment
+from seal.trainer.scripted_rollout import non_tensor_columns
 from seal.trainer.scripted_server import ScriptedLLMServer
 from seal.trainer.sft_data import (
     SFTDataError,
@@ -29,7 +30,7 @@ from seal.trainer.sft_data import (
     train_rows,
     write_sft_parquet,
 )
-from tests.rollout_helpers import model_folder, non_tensor_batch, row
+from tests.rollout_helpers import model_folder, row
 from tests.script_module import load_script
 from tests.service_thread import service_in_thread
 
@@ -74,7 +75,7 @@ async def worker_samples(
     server = ScriptedLLMServer(tokenizer, {(task, "train"): ground_truth_actions(task) for task in TASKS})
     rows = [row(task, TRAIN_AGENT, i) for i, task in enumerate(TASKS)]
     batch = await AgentLoopWorker(config, llm_client=server).generate_sequences(
-        DataProto.from_dict(non_tensors=non_tensor_batch(rows))
+        DataProto.from_dict(non_tensors=non_tensor_columns(rows))
     )
     await close_env_clients()
     width = batch.batch["prompts"].shape[1]
