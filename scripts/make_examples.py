@@ -39,8 +39,8 @@ from seal.protocol import DEFAULT_PROTOCOL
 from seal.protocol.ground_truth import actions_for_calls
 from seal.trainer.closed_loop import ClosedLoop
 from seal.trainer.settings import SealSettings
+from seal.trainer.test_protocol import evaluate_test
 from seal.trainer.trajectory import TrajectoryFields
-from seal.trainer.val_test import evaluate_test
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 Turns = list[list[ToolCall]]
@@ -170,7 +170,8 @@ def train(store: EpisodeStore, run: Path) -> None:
         for start in range(0, len(batch), ROLLOUTS):
             group = [fields.reward for fields in batch[start : start + ROLLOUTS]]
             signs += [reward - sum(group) / len(group) for reward in group]
-        loop.step(batch, signs, step, epoch=0)
+        groups = [f"{task_id}/{step}" for task_id in prompts for _ in range(ROLLOUTS)]
+        loop.step(batch, signs, step, epoch=0, groups=groups)
         loop.interface = store.update_profile(loop.profile.to_json())
         records.append({"step": step, **loop.to_json()})
         if step in CHECKPOINTS:
