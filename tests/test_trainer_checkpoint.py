@@ -152,8 +152,9 @@ def test_a_resumed_step_continues_as_the_uninterrupted_run_would(tmp_path):
     resumed = ClosedLoop(settings_from_config(interrupted.config))
     load_seal_state(resumed, tmp_path / "b" / "state")
     signs = [1.0, -1.0, -1.0, 1.0]
-    assert resumed.step(batch(STEP + 1), signs, STEP + 1, epoch=0) == straight.step(
-        batch(STEP + 1), signs, STEP + 1, epoch=0
+    groups = ["uid0"] * 4
+    assert resumed.step(batch(STEP + 1), signs, STEP + 1, epoch=0, groups=groups) == straight.step(
+        batch(STEP + 1), signs, STEP + 1, epoch=0, groups=groups
     )
     assert resumed.to_json() == straight.to_json()
 
