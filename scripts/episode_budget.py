@@ -7,7 +7,9 @@
 Each task's ground-truth replies are "sampled" by a scripted server and played through `SealAgentLoop`
 with the experiment's own limits, context builder and tokenizer (no model, no GPU): `max_llm_calls`,
 the context stop at `max_model_len − max_response_length`, environment messages clipped to
-`max_env_tokens`, and the trained response cut at `max_response_length`. Per category it prints how many
+`max_env_tokens`, and the trained response cut at `max_response_length`. Train mode shows the service's
+default interface (the `reference` preset of exp/SEAL.yaml), whatever preset the experiment names.
+Per category it prints how many
 episodes complete (and pass), how many a limit cut (context, calls, a reply over its max_tokens), and how
 many had trained tokens cut. Every completed ground-truth episode must score 1 (apart from the known
 defects of `GROUND_TRUTH_DEFECTS`): exit 1 names any that did not. `--tokenizer` is a local model folder
