@@ -263,6 +263,17 @@ def test_a_missing_data_file_is_built_and_a_wrong_one_refused(tmp_path):
         check_data({"test": [target]})
 
 
+def test_val_files_may_hold_whole_splits_for_a_validation_only_pass(tmp_path):
+    files = {name: tmp_path / f"{name}.parquet" for name in ("train", "val", "test")}
+    for name, path in files.items():
+        path.write_bytes(parquet_bytes(name))
+    assert len(check_data({"val": [files["train"], files["val"]]})) == 2
+    with pytest.raises(PreflightError, match="do not match the 100-task val split"):
+        check_data({"val": [files["val"], files["val"]]})  # a split twice is not whole splits
+    with pytest.raises(PreflightError, match="do not match the 400-task train split"):
+        check_data({"train": [files["train"], files["val"]]})  # training reads its own split only
+
+
 # -- the service lifecycle ------------------------------------------------------------------------
 def launch_stand_in(mode: str, tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], Path]:
     report = tmp_path / f"{mode}.json"

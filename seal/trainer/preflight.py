@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from omegaconf import DictConfig, ListConfig
 
-from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
+from seal.bfcl.tasks import CATEGORIES, SPLITS, category_of, split_ids
 from seal.dataset import EVAL_AGENT, TRAIN_AGENT, parquet_bytes
 from seal.env.client import EnvServiceError, HttpEnvClient, open_episode
 from seal.env.interface import build_interface, evolve
@@ -85,6 +85,8 @@ def check_data(files: dict[str, list[Path]]) -> list[DataFile]:
 
 
 def _check_split(split: str, paths: Sequence[Path]) -> None:
+    """The files hold exactly `split`'s tasks; val files may instead hold several whole splits (a
+    validation-only pass scoring, say, the train and val tasks at once), each row with its split's agent."""
     missing = [str(path) for path in paths if not path.is_file()]
     if missing:
         raise PreflightError(f"{split} data: {', '.join(missing)} missing (run scripts/prepare_data.py)")
@@ -93,17 +95,33 @@ def _check_split(split: str, paths: Sequence[Path]) -> None:
     except (OSError, ValueError, KeyError) as exc:
         raise PreflightError(f"{split} data: {paths[0]} is not a SEAL parquet file: {exc}") from exc
     ids = [info["task_id"] for info in frame["extra_info"]]
-    expected = split_ids(split)
-    if sorted(ids) != sorted(expected):
-        extra, absent = sorted(set(ids) - set(expected)), sorted(set(expected) - set(ids))
-        raise PreflightError(
-            f"{split} data: {len(ids)} rows do not match the {len(expected)}-task {split} split "
-            f"(not in the split: {extra[:3]}, missing: {absent[:3]}); rebuild with scripts/prepare_data.py"
-        )
-    agent = TRAIN_AGENT if split == "train" else EVAL_AGENT
-    wrong = sorted(set(frame["agent_name"]) - {agent})
+    held = _whole_splits(ids) if split == "val" else None
+    if held is None:
+        held = [split]
+        expected = split_ids(split)
+        if sorted(ids) != sorted(expected):
+            extra, absent = sorted(set(ids) - set(expected)), sorted(set(expected) - set(ids))
+            raise PreflightError(
+                f"{split} data: {len(ids)} rows do not match the {len(expected)}-task {split} split "
+                f"(not in the split: {extra[:3]}, missing: {absent[:3]}); "
+                "rebuild with scripts/prepare_data.py"
+            )
+    agent_of = {
+        task: TRAIN_AGENT if name == "train" else EVAL_AGENT for name in held for task in split_ids(name)
+    }
+    wrong = sorted(
+        {agent for task, agent in zip(ids, frame["agent_name"], strict=True) if agent != agent_of[task]}
+    )
     if wrong:
-        raise PreflightError(f"{split} data: agent_name {wrong} where {agent!r} is expected")
+        raise PreflightError(
+            f"{split} data: agent_name {wrong} where {sorted(set(agent_of.values()))} is expected"
+        )
+
+
+def _whole_splits(ids: Sequence[str]) -> list[str] | None:
+    """The splits `ids` are, each whole and once, in split order; None when they are not that."""
+    held = [name for name in SPLITS if set(split_ids(name)) & set(ids)]
+    return held if held and sorted(ids) == sorted(t for name in held for t in split_ids(name)) else None
 
 
 def _paths(value: str | ListConfig | list[str]) -> list[Path]:

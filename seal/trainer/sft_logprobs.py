@@ -1,0 +1,53 @@
+"""Token log-probabilities for verl's SFT trainer without flash-attn: in chunks of rows, not one per token.
+
+verl 0.9.1 computes the log-probability of each label token with flash-attn's cross-entropy kernel where
+flash-attn imports; otherwise (`logprobs_from_logits_v2`) with a Python loop over the rows of the packed
+logits, one row per token. With its backward that is about 0.2 ms a token: an SFT step of SmolLM2 on 100k
+tokens took 21 s on an H200, almost all of it in that loop. The RL trainer avoids the loop with
+`use_fused_kernels`; verl's SFT trainer has no such switch (its forward never asks for the fused kernels).
+
+Imported into every SFT rank through `model.external_lib` (seal/config/seal_sft.yaml), this module points
+the FSDP engine's `logprobs_from_logits` at `chunked_logprobs`, which computes what the loop computes (the
+log-softmax in the logits' own dtype for bf16/fp16, label logit minus logsumexp for fp32/fp64) over
+`CHUNK_ROWS` rows at a time: the same values and the same saved activations, in a few kernel calls.
+Where flash-attn's (or the NPU's) kernel is available verl's own choice stands and nothing is replaced.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from verl.utils import torch_functional
+from verl.workers.engine.fsdp import transformer_impl
+
+CHUNK_ROWS = 1024
+"""Rows (tokens) per log-softmax call: bounds the temporary float copy logsumexp makes of fp32 logits."""
+
+
+def chunked_logprobs(
+    logits: torch.Tensor, labels: torch.Tensor, inplace_backward: bool = True
+) -> torch.Tensor:
+    """log p(label) for logits of shape (..., vocab) and labels of shape (...), as verl's fallback computes
+    them; `inplace_backward` is the flash-attn kernel's option, meaningless here and accepted for the call."""
+    rows = logits.reshape(-1, logits.shape[-1])
+    targets = labels.reshape(-1, 1)
+    parts = []
+    for start in range(0, rows.shape[0], CHUNK_ROWS):
+        chunk, index = rows[start : start + CHUNK_ROWS], targets[start : start + CHUNK_ROWS]
+        if chunk.dtype in (torch.float32, torch.float64):
+            parts.append(chunk.gather(-1, index).squeeze(-1) - torch.logsumexp(chunk, dim=-1))
+        else:
+            parts.append(F.log_softmax(chunk, dim=-1).gather(-1, index).squeeze(-1))
+    return torch.cat(parts).view(labels.shape)
+
+
+def verl_uses_a_kernel() -> bool:
+    """Whether verl computes log-probabilities with flash-attn's or the NPU's cross-entropy kernel."""
+    return (
+        torch_functional.FLAH_ATTN_CROSS_ENTROPY_LOSS_AVAILABLE
+        or torch_functional.NPU_CROSS_ENTROPY_LOSS_AVAILABLE
+    )
+
+
+if not verl_uses_a_kernel():
+    transformer_impl.logprobs_from_logits = chunked_logprobs
