@@ -5,7 +5,8 @@ what the service would); `env_actors_per_node` of them run on every alive node, 
 `NodeAffinitySchedulingStrategy`, named `seal-env-<node id>-<index>` in the namespace `seal_env`, so
 any process of the cluster finds them with `ray.get_actor`. One `EnvFleet` actor, started by the
 trainer, places them, holds the current Ω and replaces a dead actor with that Ω; being the only
-process that creates environment actors, it never races itself, and they all end with the run.
+process that creates environment actors, it never races itself; it holds their handles, and they all
+end with it, that is with the run (the trainer owns it).
 
 `RayEnvClient` is the `EnvClient` of a rollout worker: it opens episodes on its own node's actors
 (round robin), names the actor in the episode id so that every later call of the episode goes to
@@ -108,6 +109,8 @@ class EnvFleet:
         self.settings = settings
         self.per_node = per_node
         self.omega: dict[str, Any] | None = None
+        self.actors: dict[str, Any] = {}
+        """The fleet's handles: a non-detached actor lives while its owner holds one."""
 
     def place(self) -> dict[str, list[str]]:
         """Every alive node's actors (started where missing or dead), by node id."""
@@ -128,6 +131,7 @@ class EnvFleet:
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
         ).remote(self.settings, self.omega)
         ray.get(actor.node_id.remote(), timeout=START_TIMEOUT_S)
+        self.actors[name] = actor
         LOG.info("environment actor %s started (Ω v%s)", name, (self.omega or {}).get("version", 0))
 
     def put_profile(
@@ -157,8 +161,10 @@ def _answers(name: str) -> bool:
 
 @dataclass(frozen=True)
 class Placement:
-    """Where the fleet placed the actors: node id -> actor names."""
+    """Where the fleet placed the actors (node id -> actor names), and the fleet: whoever holds this
+    keeps the fleet, and so the actors, alive (a non-detached actor ends with its last handle)."""
 
+    fleet: Any
     actors: dict[str, list[str]]
 
     def describe(self) -> str:
@@ -168,7 +174,7 @@ class Placement:
 def start_env_actors(settings: StoreSettings, per_node: int) -> Placement:
     """Start the fleet (in this Ray job, ending with it) and place `per_node` actors on every node."""
     fleet = EnvFleet.options(name=FLEET_NAME, namespace=NAMESPACE).remote(settings, per_node)
-    return Placement(ray.get(fleet.place.remote(), timeout=START_TIMEOUT_S * per_node))
+    return Placement(fleet, ray.get(fleet.place.remote(), timeout=START_TIMEOUT_S * per_node))
 
 
 class RayEnvClient:

@@ -64,11 +64,11 @@ class SealPPOTrainer(PPOTrainerSync):
 
     def _start_env_actors(self) -> None:
         rollout = self.seal_settings.rollout
-        placement = start_env_actors(
+        self.env_actors = start_env_actors(
             store_settings(self.seal_settings, self.config), rollout.env_actors_per_node
         )
-        logger.info("environment actors placed: %s", placement.describe())
-        for node in placement.actors:
+        logger.info("environment actors placed: %s", self.env_actors.describe())
+        for node in self.env_actors.actors:
             client = RayEnvClient(timeout=rollout.env_timeout_s, node_id=node)
             where = f"the environment actors on node {node}"
             try:
