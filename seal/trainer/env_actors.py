@@ -187,6 +187,7 @@ class RayEnvClient:
         self.node_id = node_id
         self._local: list[str] = []
         self._turn = itertools.count()
+        self._handles: dict[str, Any] = {}
 
     async def _wait(self, what: str, ref: Awaitable[T]) -> T:
         try:
@@ -211,10 +212,10 @@ class RayEnvClient:
 
     async def _call(self, name: str, method: str, *args: Any) -> Any:
         try:
-            value, error = await self._wait(
-                f"environment actor {name}", _actor(name).call.remote(method, args)
-            )
+            handle = self._handles.get(name) or self._handles.setdefault(name, _actor(name))
+            value, error = await self._wait(f"environment actor {name}", handle.call.remote(method, args))
         except (ValueError, EnvUnavailableError) as exc:
+            self._handles.pop(name, None)
             await self._replace(name)
             if isinstance(exc, EnvUnavailableError):
                 raise
