@@ -20,6 +20,7 @@ version.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import logging
 from collections.abc import Awaitable
@@ -87,6 +88,9 @@ class EnvActor:
         self.env = InProcessEnvClient(EpisodeStore(settings))
         if omega is not None:
             self.env.store.update_profile(omega["profile"], omega["version"])
+        # As the service does: the loaded tasks live as long as the process, and frozen, no full
+        # garbage collection walks them (a 75 ms pause each).
+        gc.freeze()
 
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
