@@ -8,7 +8,9 @@
 
 The service: `--env-url URL` (or `seal.rollout.env_url`) is used when it answers `/healthz`; otherwise, or
 with `--with-bfcl`, the launcher starts one with the config's taxonomy and interface, logs it to the run
-folder and stops it on every way out. Each launch is recorded in `launcher_record/<experiment>/<UTC time>/`.
+folder and stops it on every way out. With `seal.rollout.env_backend=ray` no service is started: the trainer
+places environment actors on every node of the Ray cluster (`seal.rollout.env_actors_per_node` each).
+Each launch is recorded in `launcher_record/<experiment>/<UTC time>/`.
 An SFT experiment (composed from seal_sft) needs no service: its rows are built in-process when missing, then
 verl's SFT trainer runs under torchrun on the recorded config and the model folder it saved is printed.
 Exit status: 0 done, 1 a check or the run failed, 2 a bad command line or config, 130 interrupted.
@@ -133,6 +135,10 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
         if problem is not None:
             raise LaunchError(problem)
     settings = validate(config)
+    if settings.rollout.env_backend == "ray" and (args.with_bfcl or args.env_url):
+        raise LaunchError(
+            "--with-bfcl and --env-url name an HTTP service; seal.rollout.env_backend=ray uses none", 2
+        )
     run_dir = Path(config.trainer.default_local_dir).parent
     try:
         for data in check_data(data_files(config, TEST_FILE if args.test else None)):
@@ -143,7 +149,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     log = None if args.dry_run else run_dir / SERVICE_LOG
     url = args.env_url or settings.rollout.env_url
     with environment(args.with_bfcl, url, settings, config, log) as service:
-        settings = preflight(config, service["url"])
+        settings = preflight(config, service)
         print(format_plan(plan_rows(config, settings, service_row(service, url, args))))
         if args.dry_run:
             print("\ndry run: config, data and environment are ready; nothing was started on a GPU")
@@ -183,6 +189,8 @@ def train(entry: Entry, config: DictConfig) -> None:
 
 def service_row(service: dict[str, Any], asked: str, args: argparse.Namespace) -> str:
     """The plan's environment row: the service the run uses, and whether it outlives this command."""
+    if service.get("backend") == "ray":
+        return "none (seal.rollout.env_backend=ray: environment actors instead)"
     if not service["started_by_launcher"]:
         return f"{service['url']} (already running: used as it is)"
     why = "--with-bfcl" if args.with_bfcl else f"none answers at {asked}"
@@ -249,20 +257,32 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
     return 0
 
 
-def preflight(config: DictConfig, url: str) -> SealSettings:
-    """Point the run at the service at `url` and check that service with the run's settings."""
-    from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
+def preflight(config: DictConfig, service: dict[str, Any]) -> SealSettings:
+    """Point the run at its service and check that service with the run's settings. With the `ray` backend
+    no actor exists yet: the episodes run on an in-process store built as each actor's is (the trainer
+    plays them again through every node's actors once it has placed them)."""
+    from seal.env.client import InProcessEnvClient
+    from seal.env.store import EpisodeStore
+    from seal.trainer.env_actors import store_settings
+    from seal.trainer.preflight import PreflightError, check_environment, check_service, preflight_tasks
     from seal.trainer.settings import settings_from_config
 
-    use_service(config, url)
+    ray_backend = service.get("backend") == "ray"
+    if not ray_backend:
+        use_service(config, service["url"])
     settings = settings_from_config(config)
     try:
-        report = asyncio.run(check_environment(url, settings, preflight_tasks()))
+        if ray_backend:
+            store = EpisodeStore(store_settings(settings, config))
+            where = "an in-process store as each environment actor holds"
+            check = check_environment(InProcessEnvClient(store), where, settings, preflight_tasks())
+        else:
+            check = check_service(service["url"], settings, preflight_tasks())
+        report = asyncio.run(check)
     except PreflightError as exc:
         raise LaunchError(str(exc)) from exc
-    print(
-        "preflight: ground-truth episodes through the service, then A-Patch and Evolve on a synthetic batch"
-    )
+    through = "an in-process store" if ray_backend else "the service"
+    print(f"preflight: ground-truth episodes through {through}, then A-Patch and Evolve on a synthetic batch")
     for episode in report.episodes:
         print(f"episode  {episode.task_id} ({episode.mode}): reward {episode.reward:g}, {episode.labels}")
     print(f"A-Patch  {report.apatch}\nEvolve   {report.evolve}\n")
@@ -351,8 +371,9 @@ def service_flags(settings: SealSettings, config: DictConfig) -> list[str]:
     flags = ["--taxonomy", settings.taxonomy, "--interface-preset", settings.interface.preset]
     if settings.taxonomy == "paper":
         flags += ["--priority", ",".join(settings.priority)]
-    in_flight = config.data.train_batch_size * config.actor_rollout_ref.rollout.n
-    return [*flags, "--max-episodes", str(max(512, 2 * in_flight)), "--log-level", "warning"]
+    from seal.trainer.env_actors import episode_capacity
+
+    return [*flags, "--max-episodes", str(episode_capacity(config)), "--log-level", "warning"]
 
 
 @contextlib.contextmanager
@@ -363,6 +384,10 @@ def environment(
     process that lives exactly as long as this block."""
     from env_service.process import ServiceStartError, is_healthy, running_service
 
+    if settings.rollout.env_backend == "ray":
+        print("environment  Ray actors on every node, placed when training starts: no service to start")
+        yield {"backend": "ray", "started_by_launcher": False}
+        return
     if not fresh and is_healthy(url):
         print(f"environment  using the running service at {url}")
         yield {"url": url, "started_by_launcher": False}

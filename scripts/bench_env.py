@@ -2,11 +2,15 @@
 
     python scripts/bench_env.py replay --tasks 800 --concurrency 32     # HTTP vs in-process table
     python scripts/bench_env.py open --episodes 256                     # service RSS with N episodes open
+    python scripts/bench_env.py ray --actors 1 2 4 --episodes 800       # one HTTP service vs N Ray actors
 
 Starts `python -m env_service` on a free loopback port (or uses --base-url, loopback only), replays
 each task's ground truth (per GT turn: the turn's calls in one message, then "Done."), and reports
 throughput, per-endpoint latency percentiles measured at the client, errors, rewards and the peak RSS
-of the service process. Every run is bounded by --tasks/--episodes and --timeout.
+of the service process. `ray` starts a local Ray instance and replays the same episodes through
+`seal.rollout.env_backend=ray`'s environment actors (seal/trainer/env_actors.py), N of them on this
+node, for each N of --actors; its service CPU is the actors' (Ray's own daemons are not counted). Every
+run is bounded by --tasks/--episodes and --timeout.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import statistics
 import sys
 import threading
@@ -28,6 +33,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 import psutil
+import ray
 from tqdm import tqdm
 
 from env_service.process import ServiceStartError, running_service
@@ -37,6 +43,7 @@ from seal.env.episode import EpisodeResult
 from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from seal.protocol.ground_truth import ground_truth_actions
+from seal.trainer.env_actors import FLEET_NAME, NAMESPACE, RayEnvClient, start_env_actors
 
 ENDPOINTS = ("create", "step", "finish", "delete")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -277,11 +284,8 @@ def print_table(columns: dict[str, dict[str, Any]], extra: dict[str, Any] | None
 
 
 # -- modes ---------------------------------------------------------------------------------------
-async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
-    tasks = pick_tasks(args.split, args.tasks)
-    plan = {task_id: ground_truth_actions(task_id, args.protocol) for task_id in tasks}
-    freeze_garbage_collector()
-    runs: dict[str, Run] = {}
+async def http_run(args: argparse.Namespace, plan: dict[str, list[str]]) -> Run:
+    """The replay through one HTTP service, with the service's peak RSS and CPU."""
     with service(args.base_url, max(args.concurrency, 512), args.log_level) as svc:
         client = HttpEnvClient(svc.base_url, timeout=args.request_timeout, max_connections=args.concurrency)
         run = Run("http")
@@ -291,7 +295,14 @@ async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
         if probe is not None:
             run.peak_rss, run.service_cpu_s = probe.peak, probe.cpu_s
         await client.aclose()
-        runs["http"] = run
+    return run
+
+
+async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
+    tasks = pick_tasks(args.split, args.tasks)
+    plan = {task_id: ground_truth_actions(task_id, args.protocol) for task_id in tasks}
+    freeze_garbage_collector()
+    runs: dict[str, Run] = {"http": await http_run(args, plan)}
     if not args.skip_inprocess:
         client_local = InProcessEnvClient(
             EpisodeStore(StoreSettings(max_episodes=max(args.concurrency, 512)))
@@ -308,6 +319,73 @@ async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
     print(
         f"\nreplay: {len(tasks)} tasks of split {args.split!r}, concurrency {args.concurrency}, "
         f"mode {args.mode}, protocol {args.protocol}; latencies measured at the client; {machine()}"
+    )
+    print_table(columns, extra)
+    for run in runs.values():
+        for error in run.errors[:10]:
+            print(f"  {run.name} error: {error}")
+    return {"columns": columns, **extra}
+
+
+async def ray_run(args: argparse.Namespace, plan: dict[str, list[str]], actors: int) -> Run:
+    """The replay through `actors` environment actors on this node; service CPU and RSS are theirs."""
+    placement = start_env_actors(StoreSettings(max_episodes=max(args.concurrency, 512)), per_node=actors)
+    names = [name for names in placement.actors.values() for name in names]
+    handles = [ray.get_actor(name, namespace=NAMESPACE) for name in names]
+    pids = ray.get([handle.__ray_call__.remote(lambda actor: os.getpid()) for handle in handles])
+    probes = [ProcessProbe(pid) for pid in pids]
+    run = Run(f"ray x{actors}")
+    with contextlib.ExitStack() as stack:
+        for probe in probes:
+            stack.enter_context(probe)
+        client = RayEnvClient(timeout=args.request_timeout)
+        await replay_all(client, run, plan, args.concurrency, args.mode, args.protocol, args.timeout)
+    run.peak_rss = sum(probe.peak for probe in probes)
+    run.service_cpu_s = sum(probe.cpu_s for probe in probes)
+    for handle in [*handles, placement.fleet]:
+        ray.kill(handle, no_restart=True)
+    for name in [*names, FLEET_NAME]:
+        while _named_actor_exists(name):
+            await asyncio.sleep(0.1)
+    return run
+
+
+def _named_actor_exists(name: str) -> bool:
+    try:
+        ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return False
+    return True
+
+
+async def bench_ray(args: argparse.Namespace) -> dict[str, Any]:
+    """One HTTP service, then N environment actors for each N of --actors, on the same episodes."""
+    tasks = pick_tasks(args.split, args.episodes)
+    plan = {task_id: ground_truth_actions(task_id, args.protocol) for task_id in tasks}
+    freeze_garbage_collector()
+    runs: dict[str, Run] = {"http": await http_run(args, plan)}
+    ray.init(num_cpus=psutil.cpu_count(), include_dashboard=False, logging_level="warning")
+    try:
+        for actors in args.actors:
+            runs[f"ray x{actors}"] = await ray_run(args, plan, actors)
+    finally:
+        ray.shutdown()
+    columns = {name: summary(run) for name, run in runs.items()}
+    http_rate = columns["http"]["episodes_per_s"]
+    extra = {
+        f"{name} / http episodes/s": round(column["episodes_per_s"] / http_rate, 2)
+        for name, column in columns.items()
+        if name != "http" and http_rate
+    }
+    one = columns.get("ray x1", {}).get("episodes_per_s")
+    for actors in args.actors:
+        if one and actors > 1:
+            rate = columns[f"ray x{actors}"]["episodes_per_s"]
+            extra[f"ray x{actors} scaling efficiency"] = round(rate / (one * actors), 2)
+    print(
+        f"\nray: {len(tasks)} ground-truth episodes of split {args.split!r}, concurrency {args.concurrency}, "
+        f"mode {args.mode}, protocol {args.protocol}; one HTTP service, then N actors on this node; "
+        f"{machine()}"
     )
     print_table(columns, extra)
     for run in runs.values():
@@ -383,13 +461,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("bench", choices=["replay", "open"], nargs="?", default="replay")
+    parser.add_argument("bench", choices=["replay", "open", "ray"], nargs="?", default="replay")
     parser.add_argument(
         "--tasks", type=int, default=800, help="replay: how many tasks (spread over the split)"
     )
     parser.add_argument("--split", choices=["train", "val", "test", "all"], default="all")
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--episodes", type=int, default=256, help="open: episodes held at once")
+    parser.add_argument(
+        "--episodes", type=int, default=256, help="open: episodes held at once; ray: episodes per pass"
+    )
+    parser.add_argument(
+        "--actors", type=int, nargs="+", default=[1, 2], help="ray: environment actor counts to compare"
+    )
     parser.add_argument("--mode", choices=["train", "eval"], default="eval")
     parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default=DEFAULT_PROTOCOL)
     parser.add_argument("--base-url", default=None, help="a running service on loopback (default: start one)")
@@ -404,15 +487,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-inprocess", action="store_true", help="replay: HTTP only")
     parser.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     args = parser.parse_args(argv)
-    if min(args.tasks, args.concurrency, args.episodes) < 1 or args.timeout <= 0:
-        parser.error("--tasks, --concurrency, --episodes and --timeout must be positive")
+    if min(args.tasks, args.concurrency, args.episodes, *args.actors) < 1 or args.timeout <= 0:
+        parser.error("--tasks, --concurrency, --episodes, --actors and --timeout must be positive")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     load_tasks()
-    result = asyncio.run(bench_replay(args) if args.bench == "replay" else bench_open(args))
+    benches = {"replay": bench_replay, "open": bench_open, "ray": bench_ray}
+    result = asyncio.run(benches[args.bench](args))
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     return 0

@@ -484,7 +484,11 @@ async def test_a_trajectory_whose_environment_fails_once_is_played_again_from_th
     flaky = FailsOnce()
     monkeypatch.setattr(agent_loop, "env_client", lambda settings: flaky)
     batch, server = await generate(
-        folder, tokenizer, {(task_id, "train"): actions}, [row(task_id, TRAIN_AGENT, 0)], client="inprocess"
+        folder,
+        tokenizer,
+        {(task_id, "train"): actions},
+        [row(task_id, TRAIN_AGENT, 0)],
+        env_backend="inprocess",
     )
     got = fields(batch, 0)
     assert flaky.failed and got.env_error == "" and got.reward == 1.0
@@ -525,13 +529,20 @@ def test_the_packaged_loop_list_offers_both_dataset_agent_names():
 
 def test_rollout_settings_defaults_follow_table_4_and_bad_values_are_refused(folder):
     defaults = RolloutSettings()
-    assert defaults.max_llm_calls == 20 and defaults.protocol == "qwen_fc" and defaults.client == "http"
-    config = trainer_config(folder, client="inprocess", max_llm_calls=7)
-    assert rollout_settings(config) == RolloutSettings(client="inprocess", max_llm_calls=7)
+    assert defaults.max_llm_calls == 20 and defaults.protocol == "qwen_fc" and defaults.env_backend == "http"
+    config = trainer_config(folder, env_backend="inprocess", max_llm_calls=7)
+    assert rollout_settings(config) == RolloutSettings(env_backend="inprocess", max_llm_calls=7)
     with open_dict(config):
         del config["seal"]
     assert rollout_settings(config) == defaults
-    for bad in ({"client": "grpc"}, {"max_llm_calls": 0}, {"protocol": "xml"}, {"max_tokens_per_call": 0}):
+    bad_values = (
+        {"env_backend": "grpc"},
+        {"env_actors_per_node": 0},
+        {"max_llm_calls": 0},
+        {"protocol": "xml"},
+        {"max_tokens_per_call": 0},
+    )
+    for bad in bad_values:
         with pytest.raises(ValueError, match=r"seal\.rollout"):
             RolloutSettings(**bad)
     with pytest.raises(ValueError, match=r"unknown seal\.rollout setting"):

@@ -116,6 +116,19 @@ def test_dry_run_of_seal_from_the_command_line_prints_table_4(tmp_path):
     assert not (tmp_path / "launcher_record").exists() and not (tmp_path / "experiments").exists()
 
 
+def test_a_ray_backend_dry_run_starts_no_service_and_plans_the_actors_per_node(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    overrides = ["seal.rollout.env_backend=ray", "seal.rollout.env_actors_per_node=3", "trainer.nnodes=2"]
+    assert launcher.main(["--conf", SEAL, "--dry-run", "--", *overrides]) == 0
+    out = capsys.readouterr().out
+    plan = plan_values(out)
+    assert plan["environment actors"].startswith("2 node(s) x 3 = 6 Ray actors (node 1: 3, node 2: 3)")
+    assert plan["environment service"].startswith("none (seal.rollout.env_backend=ray")
+    assert "started pid" not in out and out.count("): reward 1,") == 8  # on an in-process store
+    assert launcher.main(["--conf", SEAL, "--dry-run", "--with-bfcl", "--", *overrides]) == 2
+    assert "seal.rollout.env_backend=ray uses none" in capsys.readouterr().err
+
+
 EXPECTED_SEAL_PARTS = {
     "SEAL": ("reference", "preset reference, Evolve on", "dynamic"),
     "SEAL_3B": ("reference", "preset reference, Evolve on", "dynamic"),

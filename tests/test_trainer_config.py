@@ -178,7 +178,8 @@ def test_wrong_types_and_unknown_keys_in_seal_are_refused_at_compose(override):
         ("seal.apatch.w_min=3", "w_min"),
         ("seal.taxonomy=mine", "seal.taxonomy"),
         ("seal.interface.preset=rich", "seal.interface.preset"),
-        ("seal.rollout.client=inprocess", "adapt"),
+        ("seal.rollout.env_backend=inprocess", "adapt"),
+        ("seal.rollout.env_actors_per_node=0", "env_actors_per_node"),
     ],
 )
 def test_wrong_values_in_seal_are_refused_by_validation(override, message):

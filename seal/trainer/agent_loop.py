@@ -46,6 +46,7 @@ from seal.env.client import (
 )
 from seal.env.context_limits import ContextLimits, clip_messages, tokenizer_codec
 from seal.env.episode import MODES
+from seal.trainer.env_actors import RayEnvClient
 from seal.trainer.rollout_settings import RolloutSettings
 from seal.trainer.trajectory import TrajectoryFields
 
@@ -78,23 +79,24 @@ def request_task(request_id: str) -> tuple[str, str]:
 def env_client(settings: RolloutSettings) -> EnvClient:
     """One client per process and setting: agent loops are built per trajectory, pools must outlive them."""
     key = (
-        settings.client,
+        settings.env_backend,
         settings.env_url,
         settings.env_timeout_s,
         settings.env_retries,
         settings.env_backoff_s,
     )
     if key not in _CLIENTS:
-        _CLIENTS[key] = (
-            InProcessEnvClient()
-            if settings.client == "inprocess"
-            else HttpEnvClient(
+        if settings.env_backend == "inprocess":
+            _CLIENTS[key] = InProcessEnvClient()
+        elif settings.env_backend == "ray":
+            _CLIENTS[key] = RayEnvClient(timeout=settings.env_timeout_s)
+        else:
+            _CLIENTS[key] = HttpEnvClient(
                 settings.env_url,
                 timeout=settings.env_timeout_s,
                 retries=settings.env_retries,
                 backoff=settings.env_backoff_s,
             )
-        )
     return _CLIENTS[key]
 
 

@@ -20,11 +20,16 @@ def check_env_error_share(failed: int, total: int, step: int, rollout: RolloutSe
     """Raise `EnvServiceFailure` when `failed` of `total` trajectories is more than the allowed share."""
     if total == 0 or failed / total <= rollout.max_env_error_share:
         return
+    where = (
+        "environment actors (seal.rollout.env_backend=ray)"
+        if rollout.env_backend == "ray"
+        else f"environment service {rollout.env_url}"
+    )
     raise EnvServiceFailure(
-        f"seal: {failed} of {total} trajectories at step {step} failed on the environment service "
-        f"{rollout.env_url} (share {failed / total:.2f} > seal.rollout.max_env_error_share "
-        f"{rollout.max_env_error_share:g}); see the service's log (env_service.log in the run folder "
-        "when the launcher started it)"
+        f"seal: {failed} of {total} trajectories at step {step} failed on the {where} "
+        f"(share {failed / total:.2f} > seal.rollout.max_env_error_share {rollout.max_env_error_share:g}); "
+        "see the service's log (env_service.log in the run folder when the launcher started it) or, with "
+        "ray, the trainer's log"
     )
 
 

@@ -112,8 +112,22 @@ def plan_rows(config: DictConfig, settings: SealSettings, service: str) -> list[
             "seal.apatch.*",
         ),
         ("environment service", service, "seal.rollout.env_url; launcher --env-url, --with-bfcl"),
+        *([env_actors_row(config, settings)] if settings.rollout.env_backend == "ray" else []),
         ("run folder", str(Path(trainer.default_local_dir).parent), "trainer.default_local_dir/.."),
     ]
+
+
+def env_actors_row(config: DictConfig, settings: SealSettings) -> tuple[str, str, str]:
+    """The environment actors the trainer will place: `trainer.nnodes` x `env_actors_per_node` (the nodes
+    the run asks for; the trainer places them on every node alive when it starts)."""
+    nodes, per_node = config.trainer.nnodes, settings.rollout.env_actors_per_node
+    per_node_text = ", ".join(f"node {node}: {per_node}" for node in range(1, nodes + 1))
+    return (
+        "environment actors",
+        f"{nodes} node(s) x {per_node} = {nodes * per_node} Ray actors ({per_node_text}), each an episode "
+        "store in-process; each rollout worker plays on its own node's",
+        "seal.rollout.env_backend, seal.rollout.env_actors_per_node, trainer.nnodes",
+    )
 
 
 def attention_row(config: DictConfig) -> tuple[str, str, str]:

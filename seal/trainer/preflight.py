@@ -20,7 +20,7 @@ from omegaconf import DictConfig, ListConfig
 
 from seal.bfcl.tasks import CATEGORIES, SPLITS, category_of, split_ids
 from seal.dataset import EVAL_AGENT, TRAIN_AGENT, parquet_bytes
-from seal.env.client import EnvServiceError, HttpEnvClient, open_episode
+from seal.env.client import EnvClient, EnvServiceError, HttpEnvClient, open_episode
 from seal.env.interface import build_interface, evolve
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.tocf import PAPER_LABELS, REFERENCE_LABELS, APatchState, FailureProfile, apply_apatch
@@ -54,7 +54,7 @@ class EpisodeCheck:
 class EnvironmentReport:
     """What the environment preflight saw: the episodes, and what A-Patch and Evolve made of a batch."""
 
-    url: str
+    where: str
     episodes: tuple[EpisodeCheck, ...]
     apatch: str
     evolve: str
@@ -136,37 +136,46 @@ def preflight_tasks(split: str = "val") -> list[str]:
     return [next(task for task in ids if category_of(task) == category) for category in CATEGORIES]
 
 
-async def check_environment(url: str, settings: SealSettings, tasks: Sequence[str]) -> EnvironmentReport:
-    """Play `tasks`' ground truth in both modes through the service at `url` and check what comes back."""
-    client = HttpEnvClient(url, timeout=settings.rollout.env_timeout_s, retries=settings.rollout.env_retries)
+async def check_environment(
+    client: EnvClient, where: str, settings: SealSettings, tasks: Sequence[str]
+) -> EnvironmentReport:
+    """Play `tasks`' ground truth in both modes through `client` (the service, the environment actors of
+    one node, or an in-process store) and check what comes back; `where` names it in errors."""
     try:
-        await _check_interface(client, url, settings)
+        await _check_interface(client, where, settings)
         episodes = [
             await _play(client, task_id, mode, settings) for mode in EPISODE_MODES for task_id in tasks
         ]
     except EnvServiceError as exc:
-        raise PreflightError(f"environment service at {url}: {exc}") from exc
-    finally:
-        await client.aclose()
+        raise PreflightError(f"{where}: {exc}") from exc
     profile = FailureProfile()
     labels, rewards = _synthetic_batch(episodes, settings.taxonomy)
     for trajectory, reward in zip(labels, rewards, strict=True):
         profile.observe(trajectory, reward, CATEGORIES[0])
     apatch = _check_apatch(labels, rewards, profile, settings)
-    return EnvironmentReport(url, tuple(episodes), apatch, _check_evolve(profile, settings))
+    return EnvironmentReport(where, tuple(episodes), apatch, _check_evolve(profile, settings))
 
 
-async def _check_interface(client: HttpEnvClient, url: str, settings: SealSettings) -> None:
+async def check_service(url: str, settings: SealSettings, tasks: Sequence[str]) -> EnvironmentReport:
+    """`check_environment` through the HTTP service at `url`."""
+    client = HttpEnvClient(url, timeout=settings.rollout.env_timeout_s, retries=settings.rollout.env_retries)
+    try:
+        return await check_environment(client, f"environment service at {url}", settings, tasks)
+    finally:
+        await client.aclose()
+
+
+async def _check_interface(client: EnvClient, where: str, settings: SealSettings) -> None:
     served = (await client.get_interface())["config"]
     expected = asdict(build_interface(settings.interface.preset).config)
     if served != expected:
         raise PreflightError(
-            f"the service at {url} serves another interface than seal.interface.preset="
+            f"{where} serves another interface than seal.interface.preset="
             f"{settings.interface.preset} (start it with --interface-preset {settings.interface.preset})"
         )
 
 
-async def _play(client: HttpEnvClient, task_id: str, mode: str, settings: SealSettings) -> EpisodeCheck:
+async def _play(client: EnvClient, task_id: str, mode: str, settings: SealSettings) -> EpisodeCheck:
     async with open_episode(client, task_id, mode, settings.rollout.protocol) as episode:
         for action in ground_truth_actions(task_id, settings.rollout.protocol):
             if (await episode.step(action))["done"]:

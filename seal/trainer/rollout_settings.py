@@ -11,7 +11,7 @@ from typing import Any
 
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
-CLIENT_KINDS = ("http", "inprocess")
+ENV_BACKENDS = ("http", "ray", "inprocess")
 
 
 @dataclass
@@ -20,9 +20,14 @@ class RolloutSettings:
 
     env_url: str = "http://127.0.0.1:8082"
     """Base URL of the environment service (`seal serve`); the launcher starts one unless told otherwise."""
-    client: str = "http"
-    """`http` (the service, shared by every rollout worker) or `inprocess` (an episode store inside
-    each worker process: no server, but Evolve(Ω) updates never reach it)."""
+    env_backend: str = "http"
+    """Where the episodes run. `http`: one environment service (`env_url`) shared by every rollout
+    worker, the default on one node and what `seal eval` uses. `ray`: environment actors, each an episode
+    store in-process, `env_actors_per_node` on every node of the Ray cluster; each rollout worker plays
+    on its own node's actors (for `trainer.nnodes > 1`, or more than one core of environment per node).
+    `inprocess`: an episode store inside each worker process (no server; Evolve(Ω) never reaches it)."""
+    env_actors_per_node: int = 1
+    """With `env_backend=ray`: environment actors on each node; one actor uses at most one core."""
     protocol: str = DEFAULT_PROTOCOL
     """Tool prompt and tool-call format of the episodes (Table 4: bfcl_qwen_fc, i.e. `qwen_fc`)."""
     max_llm_calls: int = 20
@@ -52,8 +57,12 @@ class RolloutSettings:
     trajectory under this folder, for inspection (`scripts/check_masks.py` checks them); None = off."""
 
     def __post_init__(self) -> None:
-        if self.client not in CLIENT_KINDS:
-            raise ValueError(f"seal.rollout.client must be http or inprocess, not {self.client!r}")
+        if self.env_backend not in ENV_BACKENDS:
+            raise ValueError(
+                f"seal.rollout.env_backend must be one of {', '.join(ENV_BACKENDS)}, not {self.env_backend!r}"
+            )
+        if self.env_actors_per_node < 1:
+            raise ValueError("seal.rollout.env_actors_per_node must be at least 1")
         if self.protocol not in PROTOCOLS:
             raise ValueError(
                 f"seal.rollout.protocol must be one of {', '.join(sorted(PROTOCOLS))}, not {self.protocol!r}"

@@ -42,7 +42,7 @@ def in_process(config: DictConfig) -> DictConfig:
     """A copy of `config` whose rollouts use an in-process environment (no service to start)."""
     config = config.copy()
     with open_dict(config):
-        config.seal.rollout.client = "inprocess"
+        config.seal.rollout.env_backend = "inprocess"
         config.seal.rollout.trace_dir = None
     return config
 

@@ -116,9 +116,10 @@ class SealSettings:
                 f"seal.attention must be one of {list(ATTENTION_CHOICES)}, got {self.attention!r}"
             )
         validate_priority(self.priority)
-        if self.interface.adapt and self.rollout.client != "http":
+        if self.interface.adapt and self.rollout.env_backend == "inprocess":
             raise ValueError(
-                "seal.interface.adapt needs seal.rollout.client=http (in-process stores never see Evolve)"
+                "seal.interface.adapt needs seal.rollout.env_backend=http or ray (in-process stores never "
+                "see Evolve)"
             )
 
 

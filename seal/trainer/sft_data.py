@@ -37,7 +37,7 @@ from seal.trainer.settings import SealSettings, settings_from_config
 from seal.trainer.trajectory import TrajectoryFields
 
 SFT_SPLIT = "train"
-EPISODE_OVERRIDES = ("seal.rollout.client=inprocess", "seal.interface.adapt=false")
+EPISODE_OVERRIDES = ("seal.rollout.env_backend=inprocess", "seal.interface.adapt=false")
 """The episodes run against an in-process store holding the configured Ω (no service, no Evolve)."""
 
 

@@ -31,7 +31,9 @@ from verl.workers.utils.padding import response_to_nested
 
 from seal.env.client import EnvServiceError, HttpEnvClient
 from seal.trainer.closed_loop import ClosedLoop
+from seal.trainer.env_actors import RayEnvClient, start_env_actors, store_settings
 from seal.trainer.env_failures import check_env_error_share
+from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
 from seal.trainer.settings import settings_from_config
 from seal.trainer.trajectory import TrajectoryFields
 from seal.trainer.val_test import MISSING, missing_rows, score_rows, split_of
@@ -50,9 +52,29 @@ class SealPPOTrainer(PPOTrainerSync):
         self.init_seal()
 
     def init_seal(self) -> None:
-        """Build SEAL's part from `config.seal` (separate from verl's `__init__`, which needs a model)."""
+        """Build SEAL's part from `config.seal` (separate from verl's `__init__`, which needs a model).
+
+        With `seal.rollout.env_backend=ray` the environment actors are placed here, before `init()`
+        (which restores Ω on resume) and before any rollout worker starts, and the preflight's
+        ground-truth episodes are played through every node's actors."""
         self.seal_settings = settings_from_config(self.config)
         self.closed_loop = ClosedLoop(self.seal_settings)
+        if self.seal_settings.rollout.env_backend == "ray":
+            self._start_env_actors()
+
+    def _start_env_actors(self) -> None:
+        rollout = self.seal_settings.rollout
+        self.env_actors = start_env_actors(
+            store_settings(self.seal_settings, self.config), rollout.env_actors_per_node
+        )
+        logger.info("environment actors placed: %s", self.env_actors.describe())
+        for node in self.env_actors.actors:
+            client = RayEnvClient(timeout=rollout.env_timeout_s, node_id=node)
+            where = f"the environment actors on node {node}"
+            try:
+                asyncio.run(check_environment(client, where, self.seal_settings, preflight_tasks()))
+            except PreflightError as exc:
+                raise RuntimeError(str(exc)) from exc
 
     # -- the advantage step -----------------------------------------------------------------------
     def _compute_advantage(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
@@ -284,7 +306,12 @@ def put_advantage_rows(
 
 
 def _put_profile(rollout: Any, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
+    """Evolve on the run's environment: the HTTP service, or with `ray` every environment actor (which
+    must then all serve one version)."""
+
     async def send() -> dict[str, Any]:
+        if rollout.env_backend == "ray":
+            return await RayEnvClient(timeout=rollout.env_timeout_s).put_profile(profile, version)
         async with HttpEnvClient(
             rollout.env_url,
             timeout=rollout.env_timeout_s,

@@ -1,0 +1,302 @@
+"""The environment on every node of the Ray cluster (`seal.rollout.env_backend=ray`).
+
+`EnvActor` holds an `EpisodeStore` in-process (through `InProcessEnvClient`, so it answers exactly
+what the service would); `env_actors_per_node` of them run on every alive node, pinned there with
+`NodeAffinitySchedulingStrategy`, named `seal-env-<node id>-<index>` in the namespace `seal_env`, so
+any process of the cluster finds them with `ray.get_actor`. One `EnvFleet` actor, started by the
+trainer, places them, holds the current Ω and replaces a dead actor with that Ω; being the only
+process that creates environment actors, it never races itself; it holds their handles, and they all
+end with it, that is with the run (the trainer owns it).
+
+`RayEnvClient` is the `EnvClient` of a rollout worker: it opens episodes on its own node's actors
+(round robin), names the actor in the episode id so that every later call of the episode goes to
+the actor that holds it, and turns a dead or silent actor into `EnvUnavailableError`, so the agent
+loop's retry-from-start and env_error paths apply as they do for the HTTP service. The call that
+finds an actor dead asks the fleet to replace it before it raises, so the retry plays on the
+replacement. `put_profile` goes to every actor through the fleet and checks that all report one Ω
+version.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import itertools
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import ray
+from omegaconf import DictConfig
+from ray.exceptions import GetTimeoutError, RayActorError, RayError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from seal.env.client import EnvServiceError, EnvUnavailableError, InProcessEnvClient
+from seal.env.episode import EpisodeResult
+from seal.env.store import EpisodeStore, StoreSettings
+from seal.trainer.settings import SealSettings
+
+LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+
+NAMESPACE = "seal_env"
+FLEET_NAME = "seal-env-fleet"
+ACTOR_PREFIX = "seal-env-"
+EPISODE_SEPARATOR = ":"
+ENV_CALLS = frozenset(
+    {"create_episode", "step", "finish", "delete", "get_interface", "put_profile", "health", "list_tasks"}
+)
+START_TIMEOUT_S = 120.0
+"""Bound on starting one actor (a new worker process that loads the BFCL tasks)."""
+MIN_EPISODES = 512
+
+
+def actor_name(node_id: str, index: int) -> str:
+    return f"{ACTOR_PREFIX}{node_id}-{index}"
+
+
+def episode_capacity(config: DictConfig) -> int:
+    """Open episodes one environment holds: twice a step's trajectories, at least `MIN_EPISODES`."""
+    in_flight = config.data.train_batch_size * config.actor_rollout_ref.rollout.n
+    return max(MIN_EPISODES, 2 * in_flight)
+
+
+def store_settings(settings: SealSettings, config: DictConfig) -> StoreSettings:
+    """The store every actor holds: the run's taxonomy, priority and interface, room for a whole step."""
+    return StoreSettings(
+        max_episodes=episode_capacity(config),
+        interface_preset=settings.interface.preset,
+        taxonomy=settings.taxonomy,
+        priority=tuple(settings.priority) if settings.taxonomy == "paper" else None,
+    )
+
+
+def alive_nodes() -> list[str]:
+    return sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class EnvActor:
+    """One episode store; each call answers `(value, None)` or `(None, (status, reason))`.
+
+    `num_cpus=0`: the actor must never wait behind verl's resource bundles to be placed; it uses one
+    core at most, being one process.
+    """
+
+    def __init__(self, settings: StoreSettings, omega: dict[str, Any] | None) -> None:
+        self.env = InProcessEnvClient(EpisodeStore(settings))
+        if omega is not None:
+            self.env.store.update_profile(omega["profile"], omega["version"])
+        # As the service does: the loaded tasks live as long as the process, and frozen, no full
+        # garbage collection walks them (a 75 ms pause each).
+        gc.freeze()
+
+    def node_id(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    async def call(self, method: str, args: tuple[Any, ...]) -> tuple[Any, tuple[int, str] | None]:
+        if method not in ENV_CALLS:
+            return None, (400, f"no environment call {method!r}")
+        try:
+            value = await getattr(self.env, method)(*args)
+        except EnvServiceError as exc:
+            return None, (exc.status, exc.reason)
+        return (value.to_json() if isinstance(value, EpisodeResult) else value), None
+
+
+@ray.remote(num_cpus=0, max_restarts=0)
+class EnvFleet:
+    """Places, replaces and updates the environment actors; one call at a time (a plain actor)."""
+
+    def __init__(self, settings: StoreSettings, per_node: int) -> None:
+        self.settings = settings
+        self.per_node = per_node
+        self.omega: dict[str, Any] | None = None
+        self.actors: dict[str, Any] = {}
+        """The fleet's handles: a non-detached actor lives while its owner holds one."""
+
+    def place(self) -> dict[str, list[str]]:
+        """Every alive node's actors (started where missing or dead), by node id."""
+        return {node: self.ensure(node) for node in alive_nodes()}
+
+    def ensure(self, node_id: str) -> list[str]:
+        """The names of `node_id`'s actors, each alive: a dead one is replaced with the current Ω."""
+        names = [actor_name(node_id, index) for index in range(self.per_node)]
+        for name in names:
+            if not _answers(name):
+                self._start(name, node_id)
+        return names
+
+    def _start(self, name: str, node_id: str) -> None:
+        actor = EnvActor.options(
+            name=name,
+            namespace=NAMESPACE,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+        ).remote(self.settings, self.omega)
+        ray.get(actor.node_id.remote(), timeout=START_TIMEOUT_S)
+        self.actors[name] = actor
+        LOG.info("environment actor %s started (Ω v%s)", name, (self.omega or {}).get("version", 0))
+
+    def put_profile(
+        self, profile: dict[str, Any], version: int | None
+    ) -> dict[str, tuple[Any, tuple[int, str] | None]]:
+        """Evolve on every actor (dead ones replaced first); each actor's answer by name."""
+        names = [name for names in self.place().values() for name in names]
+        refs = [_actor(name).call.remote("put_profile", (profile, version)) for name in names]
+        answers = dict(zip(names, ray.get(refs), strict=True))
+        served = next((value for value, error in answers.values() if error is None), None)
+        if served is not None:
+            self.omega = served
+        return answers
+
+
+def _actor(name: str) -> Any:
+    return ray.get_actor(name, namespace=NAMESPACE)
+
+
+def _answers(name: str) -> bool:
+    try:
+        ray.get(_actor(name).node_id.remote(), timeout=START_TIMEOUT_S)
+    except (ValueError, RayActorError, GetTimeoutError):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the fleet placed the actors (node id -> actor names), and the fleet: whoever holds this
+    keeps the fleet, and so the actors, alive (a non-detached actor ends with its last handle)."""
+
+    fleet: Any
+    actors: dict[str, list[str]]
+
+    def describe(self) -> str:
+        return ", ".join(f"node {node[:8]}: {len(names)}" for node, names in self.actors.items())
+
+
+def start_env_actors(settings: StoreSettings, per_node: int) -> Placement:
+    """Start the fleet (in this Ray job, ending with it) and place `per_node` actors on every node."""
+    fleet = EnvFleet.options(name=FLEET_NAME, namespace=NAMESPACE).remote(settings, per_node)
+    return Placement(fleet, ray.get(fleet.place.remote(), timeout=START_TIMEOUT_S * per_node))
+
+
+class RayEnvClient:
+    """`EnvClient` on the environment actors of one node (this process's node unless `node_id`)."""
+
+    def __init__(self, timeout: float = 60.0, node_id: str | None = None) -> None:
+        if timeout <= 0:
+            raise ValueError("timeout must be positive")
+        self.timeout = timeout
+        self.node_id = node_id
+        self._local: list[str] = []
+        self._turn = itertools.count()
+        self._handles: dict[str, Any] = {}
+
+    async def _wait(self, what: str, ref: Awaitable[T]) -> T:
+        try:
+            return await asyncio.wait_for(ref, self.timeout)
+        except TimeoutError as exc:
+            raise EnvUnavailableError(f"{what}: no answer within {self.timeout:g} s") from exc
+        except RayError as exc:
+            raise EnvUnavailableError(f"{what} failed ({type(exc).__name__})") from exc
+
+    async def _fleet_ensure(self) -> list[str]:
+        node = self.node_id or ray.get_runtime_context().get_node_id()
+        try:
+            fleet = ray.get_actor(FLEET_NAME, namespace=NAMESPACE)
+        except ValueError as exc:
+            raise EnvUnavailableError("no environment actors: the trainer has not started them") from exc
+        return await self._wait("the environment fleet", fleet.ensure.remote(node))
+
+    async def _local_actor(self) -> str:
+        if not self._local:
+            self._local = await self._fleet_ensure()
+        return self._local[next(self._turn) % len(self._local)]
+
+    async def _call(self, name: str, method: str, *args: Any) -> Any:
+        try:
+            handle = self._handles.get(name) or self._handles.setdefault(name, _actor(name))
+            value, error = await self._wait(f"environment actor {name}", handle.call.remote(method, args))
+        except (ValueError, EnvUnavailableError) as exc:
+            self._handles.pop(name, None)
+            await self._replace(name)
+            if isinstance(exc, EnvUnavailableError):
+                raise
+            raise EnvUnavailableError(f"environment actor {name} is gone") from exc
+        if error is not None:
+            raise EnvServiceError(*error)
+        return value
+
+    async def _replace(self, name: str) -> None:
+        """Have the fleet start a replacement now, so the episode's retry finds one; a failure here is
+        only logged (the retry then meets it as its own error)."""
+        self._local = []
+        try:
+            self._local = await self._fleet_ensure()
+        except EnvServiceError as exc:
+            LOG.warning("environment actor %s could not be replaced: %s", name, exc)
+
+    def _holder(self, episode_id: str) -> tuple[str, str]:
+        name, _, inner = (
+            episode_id.rpartition(EPISODE_SEPARATOR) if isinstance(episode_id, str) else ("", "", "")
+        )
+        if not name.startswith(ACTOR_PREFIX) or not inner:
+            raise EnvServiceError(
+                404, f"unknown episode {str(episode_id)[:64]!r} (not an environment actor's)"
+            )
+        return name, inner
+
+    async def create_episode(self, task_id: str, mode: str, protocol: str | None = None) -> dict[str, Any]:
+        name = await self._local_actor()
+        created = await self._call(name, "create_episode", task_id, mode, protocol)
+        return {**created, "episode_id": f"{name}{EPISODE_SEPARATOR}{created['episode_id']}"}
+
+    async def step(self, episode_id: str, action: str) -> dict[str, Any]:
+        name, inner = self._holder(episode_id)
+        return await self._call(name, "step", inner, action)
+
+    async def finish(self, episode_id: str, close: bool = False) -> EpisodeResult:
+        name, inner = self._holder(episode_id)
+        return EpisodeResult.from_json(await self._call(name, "finish", inner, close))
+
+    async def delete(self, episode_id: str) -> None:
+        name, inner = self._holder(episode_id)
+        await self._call(name, "delete", inner)
+
+    async def get_interface(self) -> dict[str, Any]:
+        return await self._call(await self._local_actor(), "get_interface")
+
+    async def health(self) -> dict[str, Any]:
+        return await self._call(await self._local_actor(), "health")
+
+    async def list_tasks(self, split: str = "all") -> list[str]:
+        return await self._call(await self._local_actor(), "list_tasks", split)
+
+    async def put_profile(self, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
+        """Evolve on every actor of the cluster; the Ω they all serve, or one line naming one that
+        refused or serves another version."""
+        try:
+            fleet = ray.get_actor(FLEET_NAME, namespace=NAMESPACE)
+        except ValueError as exc:
+            raise EnvUnavailableError("no environment actors: the trainer has not started them") from exc
+        answers = await self._wait("the environment fleet", fleet.put_profile.remote(profile, version))
+        return agreed_omega(answers)
+
+
+def agreed_omega(answers: dict[str, tuple[Any, tuple[int, str] | None]]) -> dict[str, Any]:
+    """The one Ω every actor answered, or `EnvServiceError` naming the first actor that disagrees."""
+    served: dict[str, Any] | None = None
+    for name, (value, error) in sorted(answers.items()):
+        if error is not None:
+            raise EnvServiceError(error[0], f"environment actor {name}: {error[1]}")
+        if served is None:
+            served = value
+        elif value["version"] != served["version"]:
+            raise EnvServiceError(
+                409,
+                f"environment actor {name} serves Ω v{value['version']}, the others v{served['version']}",
+            )
+    if served is None:
+        raise EnvUnavailableError("no environment actor is alive")
+    return served
