@@ -125,7 +125,7 @@ def env_actors_row(config: DictConfig, settings: SealSettings) -> tuple[str, str
     return (
         "environment actors",
         f"{nodes} node(s) x {per_node} = {nodes * per_node} Ray actors ({per_node_text}), each an episode "
-        "store in-process; each rollout worker plays on its own node's",
+        "store in-process; each rollout worker plays on its own node's actors",
         "seal.rollout.env_backend, seal.rollout.env_actors_per_node, trainer.nnodes",
     )
 
