@@ -136,7 +136,7 @@ def train_rows(tasks: Sequence[str] | None = None) -> list[dict[str, Any]]:
     outside = sorted(wanted - set(split_ids(SFT_SPLIT)))
     if outside:
         raise SFTDataError(f"not in the train split: {', '.join(outside[:5])}")
-    return [row for row in dataset_rows(SFT_SPLIT) if row["extra_info"]["task_id"] in wanted]
+    return dataset_rows(SFT_SPLIT, wanted)
 
 
 async def _play_all(player: GroundTruthPlayer, rows: list[dict[str, Any]]) -> list[SFTRow]:
