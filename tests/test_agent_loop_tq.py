@@ -20,10 +20,10 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.protocol import DataProto
 from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
 from verl.utils import tensordict_utils as tu
+from verl.utils.dataset.rl_dataset import collate_fn
 
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import close_env_clients
-from seal.trainer.scripted_rollout import non_tensor_columns
 from seal.trainer.scripted_server import ScriptedLLMServer
 from seal.trainer.trajectory import TrajectoryFields
 from tests.rollout_helpers import (
@@ -64,7 +64,7 @@ def comparable(extra: dict[str, Any]) -> dict[str, Any]:
 
 async def legacy_run(config: Any, server: ScriptedLLMServer, rows: list[dict]) -> DataProto:
     worker = AgentLoopWorker(config, llm_client=server)
-    batch = await worker.generate_sequences(DataProto.from_dict(non_tensors=non_tensor_columns(rows)))
+    batch = await worker.generate_sequences(DataProto.from_single_dict(collate_fn(rows)))
     await close_env_clients()
     return batch
 
