@@ -7,14 +7,12 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import ray
 import transfer_queue as tq
-from omegaconf import OmegaConf
 from transformers import AutoTokenizer
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.protocol import DataProto
@@ -37,17 +35,6 @@ from tests.service_thread import service_in_thread
 
 TIMINGS = ("env_seconds", "gen_seconds")
 FIELDS = ["extra_fields", "prompts", "responses", "response_mask", "rm_scores", "rollout_log_probs"]
-
-
-@pytest.fixture(scope="module")
-def transfer_queue() -> Iterator[None]:
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
-    tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
-    try:
-        yield
-    finally:
-        tq.close()
-        ray.shutdown()
 
 
 @pytest.fixture(scope="module")
