@@ -5,10 +5,10 @@
     python scripts/episode_budget.py --tokenizer DIR -- seal.rollout.max_env_tokens=2048
 
 Each task's ground-truth replies are "sampled" by a scripted server and played through `SealAgentLoop`
-with the experiment's own limits, context builder and tokenizer (no model, no GPU): `max_llm_calls`,
-the context stop at `max_model_len − max_response_length`, environment messages clipped to
-`max_env_tokens`, and the trained response cut at `max_response_length`. Train mode shows the service's
-default interface (the `reference` preset of exp/SEAL.yaml), whatever preset the experiment names.
+(`seal.trainer.sft_data.GroundTruthPlayer`) with the experiment's own limits, protocol, context builder
+and tokenizer (no model, no GPU): `max_llm_calls`, the context stop at `max_model_len −
+max_response_length`, environment messages clipped to `max_env_tokens`, and the trained response cut at
+`max_response_length`. Train mode shows the interface Ω of the experiment's preset, eval mode the raw one.
 Per category it prints how many
 episodes complete (and pass), how many a limit cut (context, calls, a reply over its max_tokens), and how
 many had trained tokens cut. Every completed ground-truth episode must score 1 (apart from the known
@@ -19,13 +19,15 @@ defects of `GROUND_TRUTH_DEFECTS`): exit 1 names any that did not. `--tokenizer`
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import logging
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -35,6 +37,12 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
 from seal.bfcl.tasks import CATEGORIES, GROUND_TRUTH_DEFECTS, SPLITS, load_tasks, split_ids  # noqa: E402
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+    from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
+
+    from seal.trainer.trajectory import TrajectoryFields
 
 COLUMNS = ("n", "completed", "passed", "cut_context", "cut_calls", "cut_generation", "trained_cut")
 
@@ -55,12 +63,33 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def tally(trajectories: Sequence[object]) -> dict[str, dict[str, int]]:
+def play(
+    config: DictConfig, task_ids: Sequence[str], mode: str, progress: Callable[[int], object] | None = None
+) -> list[tuple[AgentLoopOutput, TrajectoryFields]]:
+    """Each task's ground truth played once in `mode`, in order; `progress(1)` after each."""
+    from seal.dataset import rows
+    from seal.trainer.sft_data import GroundTruthPlayer
+
+    wanted = set(task_ids)
+    by_id = {row["extra_info"]["task_id"]: row for split in SPLITS for row in rows(split, wanted)}
+    player = GroundTruthPlayer(config)
+
+    async def play_all() -> list[tuple[AgentLoopOutput, TrajectoryFields]]:
+        played = []
+        for task_id in task_ids:
+            played.append(await player.rollout(by_id[task_id], mode))
+            if progress is not None:
+                progress(1)
+        return played
+
+    return asyncio.run(play_all())
+
+
+def tally(played: Sequence[TrajectoryFields]) -> dict[str, dict[str, int]]:
     """`{category: {"n", "completed", "passed", "cut_context", "cut_calls", "cut_generation",
     "trained_cut"}}`: completed = played to its end (no cut, no environment error)."""
     table = {category: Counter({column: 0 for column in COLUMNS}) for category in CATEGORIES}
-    for played in trajectories:
-        fields = played.fields
+    for fields in played:
         row = table[fields.category]
         row["n"] += 1
         completed = fields.cut == "none" and not fields.truncated and not fields.env_error
@@ -93,21 +122,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from transformers import AutoTokenizer
-
-    from seal.protocol.ground_truth import ground_truth_actions
-    from seal.trainer.experiment import ExperimentError, compose_experiment
-    from seal.trainer.scripted_rollout import play_scripts
+    from seal.trainer.experiment import ExperimentError
+    from seal.trainer.sft_data import episode_config
 
     try:
-        config = compose_experiment(
-            args.conf, [f"actor_rollout_ref.model.path={args.tokenizer.resolve()}", *args.overrides]
-        )
+        config = episode_config(args.conf, args.tokenizer.resolve(), args.overrides)
     except ExperimentError as exc:
         print(f"episode_budget.py: {exc}", file=sys.stderr)
         return 2
     logging.getLogger("verl").setLevel(logging.ERROR)  # one builder warning per loop would drown the table
-    tokenizer = AutoTokenizer.from_pretrained(str(args.tokenizer), local_files_only=True)
     task_ids = list(load_tasks()) if args.split == "all" else list(split_ids(args.split))
     if args.tasks:
         task_ids = [task_id.strip() for task_id in args.tasks.split(",") if task_id.strip()]
@@ -115,33 +138,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unknown:
             print(f"episode_budget.py: unknown task id(s): {', '.join(unknown)}", file=sys.stderr)
             return 2
-    protocol = config.seal.rollout.protocol
-    scripts = {(task_id, args.mode): ground_truth_actions(task_id, protocol) for task_id in task_ids}
-    bar = tqdm(total=len(scripts), desc="ground truth", unit="ep", file=sys.stderr, disable=args.json)
+    bar = tqdm(total=len(task_ids), desc="ground truth", unit="ep", file=sys.stderr, disable=args.json)
     with bar, contextlib.redirect_stdout(sys.stderr):  # verl prints its dataset class: stdout is the table
-        played = play_scripts(config, tokenizer, scripts, progress=bar.update)
+        played = [fields for _, fields in play(config, task_ids, args.mode, progress=bar.update)]
     table = tally(played)
     if args.json:
         print(json.dumps(table))
     else:
         rollout = config.actor_rollout_ref.rollout
         limits = config.seal.rollout
+        interface = f"Ω preset {config.seal.interface.preset}" if args.mode == "train" else "raw interface"
         title = (
-            f"{args.conf.name}, {args.split}, {args.mode} mode: max_llm_calls {limits.max_llm_calls}, "
+            f"{args.conf.name}, {args.split}, {args.mode} mode ({interface}): "
+            f"max_llm_calls {limits.max_llm_calls}, "
             f"context {rollout.max_model_len} − {rollout.response_length}, "
             f"env messages ≤ {limits.max_env_tokens} tokens"
         )
         Console(width=120).print(render(table, title))
     failed = [
-        p.fields.task_id
-        for p in played
-        if p.fields.cut == "none"
-        and not p.fields.truncated
-        and not p.fields.env_error
-        and p.fields.reward != 1.0
-        and p.fields.task_id not in GROUND_TRUTH_DEFECTS
+        fields.task_id
+        for fields in played
+        if fields.cut == "none"
+        and not fields.truncated
+        and not fields.env_error
+        and fields.reward != 1.0
+        and fields.task_id not in GROUND_TRUTH_DEFECTS
     ]
-    defects = sorted(GROUND_TRUTH_DEFECTS & {p.fields.task_id for p in played})
+    defects = sorted(GROUND_TRUTH_DEFECTS & {fields.task_id for fields in played})
     if defects and not args.json:
         print(f"known ground-truth defect(s), not counted as failures: {', '.join(defects)}")
     if failed:

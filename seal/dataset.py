@@ -15,6 +15,7 @@ import argparse
 import io
 import sys
 from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 
 import pandas as pd
@@ -28,9 +29,13 @@ EVAL_AGENT = "seal_eval_agent"
 PER_CATEGORY = {"train": 100, "val": 25, "test": 75}
 
 
-def rows(split: str) -> list[dict]:
+def rows(split: str, tasks: Collection[str] | None = None) -> list[dict]:
+    """The split's rows in split order, or only those of `tasks` (a prompt takes milliseconds to build,
+    the whole split seconds); each row's index is its place in the split."""
     out = []
     for index, task_id in enumerate(split_ids(split)):
+        if tasks is not None and task_id not in tasks:
+            continue
         task = get_task(task_id)
         out.append(
             {

@@ -1,18 +1,16 @@
-"""The launcher with a stand-in trainer entry point, for the service-lifecycle tests.
+"""The launcher's entry point with a stand-in trainer, for the service-lifecycle tests (in-process).
 
-    python tests/launcher_stand_in.py MODE REPORT.json [launcher arguments...]
-
-The stand-in `train` writes what it saw to REPORT.json (the service URL in the config, whether it answers
-/healthz, the pids of the launcher's service children), then per MODE returns, raises, raises an
-`EnvServiceFailure` wrapped as Ray hands it over from the trainer's actor, or waits to be interrupted.
-Its `evaluate_test` records that it ran. No GPU is needed.
+The stand-in `train` writes what it saw to a report file (the service URL in the config, whether it answers
+/healthz, the pids of the launcher's service children), then per mode returns, raises, raises an
+`EnvServiceFailure` wrapped as Ray hands it over from the trainer's actor, or is interrupted by SIGINT
+(Ctrl-C) or SIGTERM (a scheduler cancelling the job). Its `evaluate_test` records that it ran. No GPU is
+needed.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-import time
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +18,12 @@ import psutil
 from omegaconf import DictConfig
 from ray.exceptions import RayTaskError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import launcher
 from env_service.process import is_healthy
 from seal.trainer.env_failures import EnvServiceFailure
 
-MODES = ("return", "raise", "env_failure", "wait")
+SIGNALS = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM}
+MODES = ("return", "raise", "env_failure", *SIGNALS)
 ENV_FAILURE = "seal: 3 of 4 trajectories at step 2 failed on the environment service (stand-in)"
 
 
@@ -38,10 +35,10 @@ def service_children() -> list[int]:
     ]
 
 
-def main() -> int:
-    mode, report_path, argv = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
+def stand_in_entry(mode: str, report_path: Path) -> launcher.Entry:
+    """The launcher's entry point with a `train` that behaves as MODE says and reports to `report_path`."""
     if mode not in MODES:
-        raise SystemExit(f"mode must be one of {MODES}")
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     report: dict[str, Any] = {"train_calls": 0, "test_calls": 0}
 
     def write() -> None:
@@ -61,8 +58,8 @@ def main() -> int:
             raise RayTaskError(
                 "SealTaskRunner.run", "Traceback (most recent call last): ...", cause
             ).as_instanceof_cause()
-        if mode == "wait":
-            time.sleep(120)
+        if mode in SIGNALS:
+            signal.raise_signal(SIGNALS[mode])  # the handler runs before this returns
 
     def evaluate_test(config: DictConfig) -> dict[str, Any]:
         report["test_calls"] += 1
@@ -70,9 +67,4 @@ def main() -> int:
         write()
         return {"test": {"best": {}, "last": {}}}
 
-    entry = launcher.Entry(train=train, evaluate_test=evaluate_test, needs_gpus=False)
-    return launcher.main(argv, entry)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return launcher.Entry(train=train, evaluate_test=evaluate_test, needs_gpus=False)

@@ -17,6 +17,7 @@ from omegaconf import OmegaConf, open_dict
 from transformers import AutoTokenizer
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.protocol import DataProto
+from verl.utils.dataset.rl_dataset import collate_fn
 
 from env_service.process import free_port, running_service
 from seal.bfcl.calls import ToolCall
@@ -29,7 +30,6 @@ from seal.protocol.ground_truth import END_OF_TURN, ground_truth_actions
 from seal.trainer import agent_loop
 from seal.trainer.agent_loop import agent_loop_config_path, close_env_clients, request_task, rollout_settings
 from seal.trainer.rollout_settings import RolloutSettings
-from seal.trainer.scripted_rollout import non_tensor_columns
 from seal.trainer.scripted_server import Ramble, ScriptedLLMServer
 from seal.trainer.trajectory import REWARD_EXTRA_INFO, TRAJECTORY_KEYS, TrajectoryFields
 from tests.rollout_helpers import (
@@ -71,7 +71,7 @@ async def generate(
 ) -> tuple[DataProto, ScriptedLLMServer]:
     server = ScriptedLLMServer(tokenizer, plans, logprob=LOGPROB)
     worker = AgentLoopWorker(trainer_config(folder, **config), llm_client=server)
-    batch = await worker.generate_sequences(DataProto.from_dict(non_tensors=non_tensor_columns(rows)))
+    batch = await worker.generate_sequences(DataProto.from_single_dict(collate_fn(rows)))
     await close_env_clients()
     return batch, server
 
@@ -448,7 +448,7 @@ async def test_a_service_killed_mid_batch_gives_env_errors_not_an_exception(fold
             return await ScriptedLLMServer.generate(server, request_id, **kwargs)
 
         server.generate = slow_generate  # type: ignore[method-assign]
-        batch = await worker.generate_sequences(DataProto.from_dict(non_tensors=non_tensor_columns(rows)))
+        batch = await worker.generate_sequences(DataProto.from_single_dict(collate_fn(rows)))
         await close_env_clients()
         assert killed.is_set()
         got = [fields(batch, i) for i in range(len(rows))]

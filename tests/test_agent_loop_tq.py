@@ -7,23 +7,21 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import ray
 import transfer_queue as tq
-from omegaconf import OmegaConf
 from transformers import AutoTokenizer
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.protocol import DataProto
 from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
 from verl.utils import tensordict_utils as tu
+from verl.utils.dataset.rl_dataset import collate_fn
 
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import close_env_clients
-from seal.trainer.scripted_rollout import non_tensor_columns
 from seal.trainer.scripted_server import ScriptedLLMServer
 from seal.trainer.trajectory import TrajectoryFields
 from tests.rollout_helpers import (
@@ -40,17 +38,6 @@ FIELDS = ["extra_fields", "prompts", "responses", "response_mask", "rm_scores", 
 
 
 @pytest.fixture(scope="module")
-def transfer_queue() -> Iterator[None]:
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
-    tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
-    try:
-        yield
-    finally:
-        tq.close()
-        ray.shutdown()
-
-
-@pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return model_folder(tmp_path_factory.mktemp("chatml"))
 
@@ -64,7 +51,7 @@ def comparable(extra: dict[str, Any]) -> dict[str, Any]:
 
 async def legacy_run(config: Any, server: ScriptedLLMServer, rows: list[dict]) -> DataProto:
     worker = AgentLoopWorker(config, llm_client=server)
-    batch = await worker.generate_sequences(DataProto.from_dict(non_tensors=non_tensor_columns(rows)))
+    batch = await worker.generate_sequences(DataProto.from_single_dict(collate_fn(rows)))
     await close_env_clients()
     return batch
 

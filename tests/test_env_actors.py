@@ -31,6 +31,7 @@ from seal.trainer.env_actors import (
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
 from seal.trainer.scripted_server import ScriptedLLMServer
 from seal.trainer.trainer import SealPPOTrainer, _put_profile
+from tests import ray_session
 from tests.rollout_helpers import model_folder, row
 
 TASK = "multi_turn_base_0"
@@ -39,7 +40,11 @@ NODE_RESOURCES = ("node_a", "node_b")
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    """Two raylets with distinct node ids and resources, one CPU each; this process drives the head."""
+    """Two raylets with distinct node ids and resources, one CPU each; this process drives the head. The
+    session's Ray (tests/conftest.py), if up, is stopped meanwhile and started again after."""
+    shared = ray.is_initialized()
+    if shared:
+        ray_session.stop()
     nodes = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 1, "include_dashboard": False, "resources": {NODE_RESOURCES[0]: 1}},
@@ -50,6 +55,8 @@ def cluster() -> Iterator[Cluster]:
     yield nodes
     ray.shutdown()
     nodes.shutdown()
+    if shared:
+        ray_session.start()
 
 
 @pytest.fixture(scope="module")
@@ -181,8 +188,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def test_the_agent_loop_plays_again_on_a_replacement_when_its_actor_dies(placement: Placement, folder):
     from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.protocol import DataProto
+    from verl.utils.dataset.rl_dataset import collate_fn
 
-    from seal.trainer.scripted_rollout import non_tensor_columns
     from seal.trainer.trajectory import TRAJECTORY_KEYS, TrajectoryFields
     from tests.rollout_helpers import trainer_config
 
@@ -201,7 +208,7 @@ async def test_the_agent_loop_plays_again_on_a_replacement_when_its_actor_dies(p
     server.generate = generate_then_kill  # type: ignore[method-assign]
     worker = AgentLoopWorker(trainer_config(folder, env_backend="ray", env_timeout_s=30), llm_client=server)
     rows = [row(TASK, TRAIN_AGENT, 0)]
-    batch = await worker.generate_sequences(DataProto.from_dict(non_tensors=non_tensor_columns(rows)))
+    batch = await worker.generate_sequences(DataProto.from_single_dict(collate_fn(rows)))
     await close_env_clients()
     got = TrajectoryFields.from_extra_fields({key: batch.non_tensor_batch[key][0] for key in TRAJECTORY_KEYS})
     assert killed == [TASK]

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from seal.trainer.sft_data import episode_config
 from tests.rollout_helpers import TASKS, model_folder
 from tests.script_module import load_script
 
 episode_budget = load_script("episode_budget")
-SEAL_YAML = Path(__file__).resolve().parents[1] / "exp" / "SEAL.yaml"
+EXP = Path(__file__).resolve().parents[1] / "exp"
+SEAL_YAML = EXP / "SEAL.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +46,17 @@ def test_tighter_limits_are_counted_per_cut(folder, capsys):
 def test_a_folder_without_a_model_config_is_refused_in_one_line(tmp_path, capsys):
     assert episode_budget.main(["--tokenizer", str(tmp_path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_train_mode_plays_the_interface_of_the_experiment_s_preset(folder):
+    """SEAL.yaml's Ω preset is `reference`, vanilla_grpo.yaml's `none` (the raw interface eval mode shows)."""
+    openings = {}
+    for conf in ("vanilla_grpo.yaml", "SEAL.yaml"):
+        config = episode_config(EXP / conf, folder)
+        for mode in ("train", "eval"):
+            ((output, fields),) = episode_budget.play(config, [TASKS[0]], mode)
+            assert fields.reward == 1.0
+            openings[conf, mode] = output.prompt_ids
+    raw = openings["vanilla_grpo.yaml", "eval"]
+    assert openings["vanilla_grpo.yaml", "train"] == raw == openings["SEAL.yaml", "eval"]
+    assert openings["SEAL.yaml", "train"] != raw

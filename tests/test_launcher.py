@@ -1,7 +1,9 @@
 """launcher.py on CPU: dry runs of every experiment, refusals, the service lifecycle, the GPU check.
 
-The lifecycle tests run the real launcher in a subprocess with a stand-in trainer entry point
-(tests/launcher_stand_in.py), so a normal return, a trainer error and a signal are all real exits.
+Launches call `launcher.main` in-process (a fresh interpreter pays seconds of imports per launch); the
+lifecycle tests give it a stand-in trainer entry point (tests/launcher_stand_in.py). One dry run runs
+`python launcher.py` as a real process, from the command line; `--help` and a mistyped path run in fresh
+interpreters, which show what the launcher imports.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -26,13 +27,12 @@ from seal.dataset import parquet_bytes
 from seal.trainer.experiment import compose_experiment
 from seal.trainer.override_types import OverrideTypeError, check_override_types
 from seal.trainer.preflight import PreflightError, check_data
-from tests.launcher_stand_in import ENV_FAILURE
+from tests.launcher_stand_in import ENV_FAILURE, stand_in_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_EXPERIMENTS = sorted(
     p for p in (ROOT / "exp").glob("*.yaml") if not p.stem.startswith(("smoke_", "sft_"))
 )  # the RL experiments; tests/test_sft_launch.py launches the SFT ones
-STAND_IN = ROOT / "tests" / "launcher_stand_in.py"
 SEAL = str(ROOT / "exp" / "SEAL.yaml")
 
 # The paper's Table 4 (docs/paper_results.md), as the plan prints each row.
@@ -103,6 +103,7 @@ def test_dry_run_of_seal_from_the_command_line_prints_table_4(tmp_path):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
     plan = plan_values(done.stdout)
     assert {key: plan.get(key) for key in TABLE_4} == TABLE_4
     assert plan["diagnosis taxonomy"] == "reference" and plan["A-Patch"].startswith(
@@ -288,17 +289,10 @@ def test_val_files_may_hold_whole_splits_for_a_validation_only_pass(tmp_path):
 
 
 # -- the service lifecycle ------------------------------------------------------------------------
-def launch_stand_in(mode: str, tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], Path]:
+def launch_stand_in(mode: str, tmp_path: Path, *args: str) -> tuple[int, Path]:
+    """launcher.main in `tmp_path` with the stand-in trainer: its exit status and the stand-in's report."""
     report = tmp_path / f"{mode}.json"
-    process = subprocess.Popen(
-        [sys.executable, str(STAND_IN), mode, str(report), "--conf", SEAL, "--with-bfcl", *args],
-        cwd=tmp_path,
-        env=env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    return process, report
+    return launcher.main(["--conf", SEAL, "--with-bfcl", *args], stand_in_entry(mode, report)), report
 
 
 def assert_gone(pids: list[int]) -> None:
@@ -306,10 +300,10 @@ def assert_gone(pids: list[int]) -> None:
         assert not psutil.pid_exists(pid), f"service process {pid} left behind"
 
 
-def test_a_normal_exit_trains_tests_records_and_stops_the_service(tmp_path):
-    process, report_path = launch_stand_in("return", tmp_path, "--test", "--", "trainer.total_epochs=2")
-    out, err = process.communicate(timeout=300)
-    assert process.returncode == 0, err[-2000:]
+def test_a_normal_exit_trains_tests_records_and_stops_the_service(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    status, report_path = launch_stand_in("return", tmp_path, "--test", "--", "trainer.total_epochs=2")
+    assert status == 0
     report = json.loads(report_path.read_text())
     assert report["healthy"] and report["train_calls"] == 1 and report["test_calls"] == 1
     assert len(report["service_pids"]) == 1
@@ -324,47 +318,53 @@ def test_a_normal_exit_trains_tests_records_and_stops_the_service(tmp_path):
     assert saved["packages"]["verl"] == "0.9.1" and "commit" in saved["git"]
     assert "total_epochs: 2" in (record / "config.yaml").read_text()
     assert (record / "overrides.txt").read_text() == "trainer.total_epochs=2\n"
+    capsys.readouterr()
 
-    again, again_report = launch_stand_in("return", tmp_path, "--test", "--", "trainer.total_epochs=2")
-    out, err = again.communicate(timeout=300)
-    assert again.returncode == 0, err[-2000:]
-    assert "training skipped" in out
+    status, again_report = launch_stand_in("return", tmp_path, "--test", "--", "trainer.total_epochs=2")
+    assert status == 0
+    assert "training skipped" in capsys.readouterr().out
     assert json.loads(again_report.read_text())["train_calls"] == 0
 
 
-def test_an_error_in_the_trainer_stops_the_service_and_exits_non_zero(tmp_path):
-    process, report_path = launch_stand_in("raise", tmp_path)
-    _, err = process.communicate(timeout=300)
-    assert process.returncode == 1
-    assert "stand-in trainer failed" in err
-    report = json.loads(report_path.read_text())
+def test_an_error_in_the_trainer_stops_the_service_and_leaves_the_launcher_with_it(monkeypatch, tmp_path):
+    """The error goes on out of main: `python launcher.py` ends with its traceback and exit status 1."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RuntimeError, match="stand-in trainer failed"):
+        launch_stand_in("raise", tmp_path)
+    report = json.loads((tmp_path / "raise.json").read_text())
     assert report["healthy"]
     assert_gone(report["service_pids"])
 
 
-def test_a_run_stopped_by_its_environment_service_ends_in_one_line_without_a_traceback(tmp_path):
-    process, report_path = launch_stand_in("env_failure", tmp_path)
-    _, err = process.communicate(timeout=300)
-    assert process.returncode == 1
+def test_a_run_stopped_by_its_environment_service_ends_in_one_line_without_a_traceback(
+    capsys, monkeypatch, tmp_path
+):
+    monkeypatch.chdir(tmp_path)
+    status, report_path = launch_stand_in("env_failure", tmp_path)
+    assert status == 1
+    err = capsys.readouterr().err
     assert err.strip().splitlines()[-1] == f"launcher: {ENV_FAILURE}"
     assert "Traceback" not in err
     assert_gone(json.loads(report_path.read_text())["service_pids"])
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_during_training_stops_the_service(tmp_path, sig):
-    process, report_path = launch_stand_in("wait", tmp_path)
-    deadline = time.monotonic() + 240
-    while not report_path.exists():
-        assert process.poll() is None, process.communicate()[1][-2000:]
-        assert time.monotonic() < deadline, "the stand-in trainer never started"
-        time.sleep(0.2)
+@pytest.fixture
+def ctrl_c_interrupts():
+    """SIGINT raises KeyboardInterrupt, as in a terminal (a shell starts background jobs ignoring it)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize("mode", ["sigint", "sigterm"])
+def test_a_signal_during_training_stops_the_service(mode, ctrl_c_interrupts, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    status, report_path = launch_stand_in(mode, tmp_path)
+    assert status == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "Traceback" not in err
     report = json.loads(report_path.read_text())
     assert report["healthy"]
-    process.send_signal(sig)
-    _, err = process.communicate(timeout=60)
-    assert process.returncode == 130
-    assert "interrupted" in err
     assert_gone(report["service_pids"])
 
 
@@ -429,18 +429,20 @@ def test_a_kernel_named_beside_seal_attention_that_contradicts_it_is_a_bad_confi
     assert "attn_implementation=flash_attention_2 contradicts seal.attention=auto (torch_varlen)" in line
 
 
-def test_without_gpus_training_exits_non_zero_with_one_line_before_ray(tmp_path):
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "launcher.py"), "--conf", SEAL],
-        cwd=tmp_path,
-        env=env(CUDA_VISIBLE_DEVICES=""),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 1
-    assert done.stdout == ""
-    (line,) = done.stderr.strip().splitlines()
+def test_without_gpus_training_exits_non_zero_with_one_line_before_ray(capsys, monkeypatch, tmp_path):
+    import ray
+    import torch
+
+    def no_ray(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Ray was started")
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.chdir(tmp_path)
+    assert launcher.main(["--conf", SEAL]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.strip().splitlines()
     assert line.startswith("launcher: no GPU on this machine")
     assert list(tmp_path.iterdir()) == []  # no service log, no record, no Ray session
 

@@ -14,13 +14,13 @@ from transformers import AutoTokenizer
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.protocol import DataProto
 from verl.trainer.sft_trainer import create_sft_dataset
+from verl.utils.dataset.rl_dataset import collate_fn
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.dataset import TRAIN_AGENT
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import close_env_clients
 from seal.trainer.experiment import compose_experiment
-from seal.trainer.scripted_rollout import non_tensor_columns
 from seal.trainer.scripted_server import ScriptedLLMServer
 from seal.trainer.sft_data import (
     SFTDataError,
@@ -75,7 +75,7 @@ async def worker_samples(
     server = ScriptedLLMServer(tokenizer, {(task, "train"): ground_truth_actions(task) for task in TASKS})
     rows = [row(task, TRAIN_AGENT, i) for i, task in enumerate(TASKS)]
     batch = await AgentLoopWorker(config, llm_client=server).generate_sequences(
-        DataProto.from_dict(non_tensors=non_tensor_columns(rows))
+        DataProto.from_single_dict(collate_fn(rows))
     )
     await close_env_clients()
     width = batch.batch["prompts"].shape[1]

@@ -1,7 +1,9 @@
 """The 800 tasks, the SEAL split and the deterministic parquet files."""
 
 import hashlib
+import shutil
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -63,20 +65,26 @@ def test_split_checker_catches_a_leak(monkeypatch):
     assert prepare_data.split_problems()
 
 
-def test_parquet_is_deterministic_and_checkable(tmp_path):
-    assert prepare_data.main(["--out", str(tmp_path)]) == 0
-    first = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    assert prepare_data.main(["--out", str(tmp_path)]) == 0
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == first
-    assert prepare_data.main(["--out", str(tmp_path), "--check"]) == 0
-    (tmp_path / "bfcl_val.parquet").write_bytes(first["bfcl_val.parquet"][:-10])
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The three parquet files as `prepare_data` writes them (each build plays all 800 openings)."""
+    out = tmp_path_factory.mktemp("data")
+    assert prepare_data.main(["--out", str(out)]) == 0
+    return out
+
+
+def test_parquet_is_deterministic_and_checkable(written, tmp_path):
+    """`--check` compares every file byte for byte with a fresh build: passing is the determinism."""
+    assert prepare_data.main(["--out", str(written), "--check"]) == 0
+    for path in written.iterdir():
+        shutil.copy(path, tmp_path)
+    (tmp_path / "bfcl_val.parquet").write_bytes((written / "bfcl_val.parquet").read_bytes()[:-10])
     assert prepare_data.main(["--out", str(tmp_path), "--check"]) == 1
 
 
-def test_parquet_rows_have_the_verl_dataset_layout(tmp_path):
-    prepare_data.main(["--out", str(tmp_path)])
-    train = pd.read_parquet(tmp_path / "bfcl_train.parquet")
-    val = pd.read_parquet(tmp_path / "bfcl_val.parquet")
+def test_parquet_rows_have_the_verl_dataset_layout(written):
+    train = pd.read_parquet(written / "bfcl_train.parquet")
+    val = pd.read_parquet(written / "bfcl_val.parquet")
     assert list(train.columns) == ["prompt", "data_source", "agent_name", "reward_model", "extra_info"]
     assert set(train.agent_name) == {prepare_data.TRAIN_AGENT} and set(val.agent_name) == {
         prepare_data.EVAL_AGENT

@@ -10,10 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import ray
 import torch
 import transfer_queue as tq
-from omegaconf import OmegaConf
 from transfer_queue import KVBatchMeta
 from verl.trainer.ppo.core_algos import agg_loss
 from verl.trainer.ppo.padding_utils import upsample_batch_to_divisible_size
@@ -76,15 +74,6 @@ HAND_GRPO = [
 """The fixture batch's GRPO advantages by hand (verl's ε of 1e-6 aside). With the env_error row in its
 group (rewards 1, 0, 0, 0: mean 1/4, std 1/2) group 0 would be 1.5, -0.5, -0.5, -0.5."""
 ENV_ERROR_ROW = 3
-
-
-@pytest.fixture(scope="module")
-def transfer_queue() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
-    yield
-    tq.close()
-    ray.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 from omegaconf import DictConfig
-from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, DictConfigWrap
 from verl.utils.config import omega_conf_to_dataclass
 from verl.utils.dataset.rl_dataset import get_dataset_class
 
@@ -90,13 +90,16 @@ class GroundTruthPlayer:
         self.client = InProcessEnvClient(EpisodeStore(store))
         self.end_token = CHATML_END if uses_chatml(self.tokenizer) else self.tokenizer.eos_token
 
-    async def play(self, row: dict[str, Any]) -> SFTRow:
-        """The rollout of `row` (a `seal.dataset` row) whose every reply is the ground truth."""
+    async def rollout(
+        self, row: dict[str, Any], mode: str = "train"
+    ) -> tuple[AgentLoopOutput, TrajectoryFields]:
+        """The `mode` rollout of `row` (a `seal.dataset` row) whose every reply is the ground truth: train
+        mode shows the configured Ω, eval mode the raw interface."""
         task_id = row["extra_info"]["task_id"]
         protocol = self.settings.rollout.protocol
         server = ScriptedLLMServer(
             self.tokenizer,
-            {(task_id, "train"): ground_truth_actions(task_id, protocol)},
+            {(task_id, mode): ground_truth_actions(task_id, protocol)},
             end_token=self.end_token,
         )
         loop = SealAgentLoop(
@@ -107,11 +110,16 @@ class GroundTruthPlayer:
             dataset_cls=self.dataset_cls,
             data_config=DictConfigWrap(self.config.data),
             hf_model_type=self.hf_model_type,
-            mode="train",
+            mode=mode,
         )
         loop.client = self.client  # the store with the configured Ω, not the default in-process one
         output = await loop.run({}, raw_prompt=row["prompt"], extra_info=row["extra_info"])
-        fields = TrajectoryFields.from_extra_fields(output.extra_fields)
+        return output, TrajectoryFields.from_extra_fields(output.extra_fields)
+
+    async def play(self, row: dict[str, Any]) -> SFTRow:
+        """The train-mode rollout of `row` as a behaviour-cloning row."""
+        task_id = row["extra_info"]["task_id"]
+        output, fields = await self.rollout(row)
         if fields.env_error:
             raise SFTDataError(
                 f"{task_id}: the environment failed the ground-truth episode: {fields.env_error}"
@@ -136,7 +144,7 @@ def train_rows(tasks: Sequence[str] | None = None) -> list[dict[str, Any]]:
     outside = sorted(wanted - set(split_ids(SFT_SPLIT)))
     if outside:
         raise SFTDataError(f"not in the train split: {', '.join(outside[:5])}")
-    return [row for row in dataset_rows(SFT_SPLIT) if row["extra_info"]["task_id"] in wanted]
+    return dataset_rows(SFT_SPLIT, wanted)
 
 
 async def _play_all(player: GroundTruthPlayer, rows: list[dict[str, Any]]) -> list[SFTRow]:
