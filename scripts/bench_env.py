@@ -298,10 +298,25 @@ async def http_run(args: argparse.Namespace, plan: dict[str, list[str]]) -> Run:
     return run
 
 
-async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
-    tasks = pick_tasks(args.split, args.tasks)
+def report(runs: dict[str, Run], columns: dict[str, dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
+    """The table, each run's first errors, and the JSON both modes return."""
+    print_table(columns, extra)
+    for run in runs.values():
+        for error in run.errors[:10]:
+            print(f"  {run.name} error: {error}")
+    return {"columns": columns, **extra}
+
+
+def replay_plan(args: argparse.Namespace, count: int) -> tuple[list[str], dict[str, list[str]]]:
+    """`count` tasks of the split and their ground-truth actions; the loaded tasks leave the collector."""
+    tasks = pick_tasks(args.split, count)
     plan = {task_id: ground_truth_actions(task_id, args.protocol) for task_id in tasks}
     freeze_garbage_collector()
+    return tasks, plan
+
+
+async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
+    tasks, plan = replay_plan(args, args.tasks)
     runs: dict[str, Run] = {"http": await http_run(args, plan)}
     if not args.skip_inprocess:
         client_local = InProcessEnvClient(
@@ -320,11 +335,7 @@ async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
         f"\nreplay: {len(tasks)} tasks of split {args.split!r}, concurrency {args.concurrency}, "
         f"mode {args.mode}, protocol {args.protocol}; latencies measured at the client; {machine()}"
     )
-    print_table(columns, extra)
-    for run in runs.values():
-        for error in run.errors[:10]:
-            print(f"  {run.name} error: {error}")
-    return {"columns": columns, **extra}
+    return report(runs, columns, extra)
 
 
 async def ray_run(args: argparse.Namespace, plan: dict[str, list[str]], actors: int) -> Run:
@@ -360,9 +371,7 @@ def _named_actor_exists(name: str) -> bool:
 
 async def bench_ray(args: argparse.Namespace) -> dict[str, Any]:
     """One HTTP service, then N environment actors for each N of --actors, on the same episodes."""
-    tasks = pick_tasks(args.split, args.episodes)
-    plan = {task_id: ground_truth_actions(task_id, args.protocol) for task_id in tasks}
-    freeze_garbage_collector()
+    tasks, plan = replay_plan(args, args.episodes)
     runs: dict[str, Run] = {"http": await http_run(args, plan)}
     ray.init(num_cpus=psutil.cpu_count(), include_dashboard=False, logging_level="warning")
     try:
@@ -387,11 +396,7 @@ async def bench_ray(args: argparse.Namespace) -> dict[str, Any]:
         f"mode {args.mode}, protocol {args.protocol}; one HTTP service, then N actors on this node; "
         f"{machine()}"
     )
-    print_table(columns, extra)
-    for run in runs.values():
-        for error in run.errors[:10]:
-            print(f"  {run.name} error: {error}")
-    return {"columns": columns, **extra}
+    return report(runs, columns, extra)
 
 
 async def hold_open(
