@@ -1,4 +1,4 @@
-"""Per-category pass rates of a training run, step by step, and how its failure profile evolved.
+r"""Per-category pass rates of a training run, step by step, and how its failure profile evolved.
 
     python scripts/stats_validation_bfcl.py --run experiments/SEAL [--out experiments/SEAL/stats]
     python scripts/stats_validation_bfcl.py --run experiments/SEAL --sft experiments/sft_eval

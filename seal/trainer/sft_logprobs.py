@@ -7,37 +7,35 @@ tokens took 21 s on an H200, almost all of it in that loop. The RL trainer avoid
 `use_fused_kernels`; verl's SFT trainer has no such switch (its forward never asks for the fused kernels).
 
 Imported into every SFT rank through `model.external_lib` (seal/config/seal_sft.yaml), this module points
-the FSDP engine's `logprobs_from_logits` at `chunked_logprobs`, which computes what the loop computes (the
-log-softmax in the logits' own dtype for bf16/fp16, label logit minus logsumexp for fp32/fp64) over
-`CHUNK_ROWS` rows at a time: the same values and the same saved activations, in a few kernel calls.
+the FSDP engine's `logprobs_from_logits` at `chunked_logprobs`: verl's own log-softmax and gather over
+`CHUNK_ROWS` rows at a time, the loop's values (bit-equal in bf16) in a few kernel calls.
 Where flash-attn's (or the NPU's) kernel is available verl's own choice stands and nothing is replaced.
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from verl.utils import torch_functional
 from verl.workers.engine.fsdp import transformer_impl
 
 CHUNK_ROWS = 1024
-"""Rows (tokens) per log-softmax call: bounds the temporary float copy logsumexp makes of fp32 logits."""
+"""Rows (tokens) per log-softmax call: bounds the temporary a call makes beside the logits."""
 
 
 def chunked_logprobs(
     logits: torch.Tensor, labels: torch.Tensor, inplace_backward: bool = True
 ) -> torch.Tensor:
-    """log p(label) for logits of shape (..., vocab) and labels of shape (...), as verl's fallback computes
-    them; `inplace_backward` is the flash-attn kernel's option, meaningless here and accepted for the call."""
+    """log p(label) for logits of shape (..., vocab) and labels of shape (...): verl's own log-softmax and
+    gather (`logprobs_from_logits_naive`) over `CHUNK_ROWS` rows at a time; `inplace_backward` is the
+    flash-attn kernel's option, meaningless here and accepted for the call."""
     rows = logits.reshape(-1, logits.shape[-1])
-    targets = labels.reshape(-1, 1)
-    parts = []
-    for start in range(0, rows.shape[0], CHUNK_ROWS):
-        chunk, index = rows[start : start + CHUNK_ROWS], targets[start : start + CHUNK_ROWS]
-        if chunk.dtype in (torch.float32, torch.float64):
-            parts.append(chunk.gather(-1, index).squeeze(-1) - torch.logsumexp(chunk, dim=-1))
-        else:
-            parts.append(F.log_softmax(chunk, dim=-1).gather(-1, index).squeeze(-1))
+    targets = labels.reshape(-1)
+    parts = [
+        torch_functional.logprobs_from_logits_naive(
+            rows[start : start + CHUNK_ROWS], targets[start : start + CHUNK_ROWS]
+        )
+        for start in range(0, rows.shape[0], CHUNK_ROWS)
+    ]
     return torch.cat(parts).view(labels.shape)
 
 
