@@ -52,17 +52,25 @@ def test_the_default_runs_launch_in_order_with_their_settings_then_compare_pairs
     assert done.returncode == 0, done.stderr
     runs = launches_by_run(commands)
     assert list(runs) == [
-        "smoke_gpu_auto",
         "smoke_gpu_sdpa",
+        "smoke_gpu_auto",
         "paper_batch_dynamic",
-        "paper_batch_mb1",
         "paper_batch_eager",
+        "paper_batch_mb1",
     ]
+    checks = [c for c in commands if c[0] == "scripts/attention_check.py"]
+    assert checks == [["scripts/attention_check.py", "/models/m"]] and commands.index(checks[0]) == 0
     sdpa = runs["smoke_gpu_sdpa"]
     assert sdpa[2] == "exp/smoke_gpu.yaml" and "seal.attention=sdpa" in sdpa
     assert not any("attention" in o for o in runs["smoke_gpu_auto"])
+    timed = {"trainer.val_before_train=false", "trainer.test_freq=-1", "trainer.save_freq=-1"}
+    assert set(sdpa) >= timed and set(runs["smoke_gpu_auto"]) >= timed  # no validation, no checkpoint
     assert set(runs["paper_batch_dynamic"]) >= DYNAMIC and not DYNAMIC & set(runs["paper_batch_mb1"])
-    assert set(runs["paper_batch_eager"]) >= {*DYNAMIC, "actor_rollout_ref.rollout.enforce_eager=true"}
+    assert set(runs["paper_batch_eager"]) >= {
+        *DYNAMIC,
+        "actor_rollout_ref.rollout.enforce_eager=true",
+        "trainer.total_training_steps=1",
+    }
     assert all("actor_rollout_ref.model.path=/models/m" in command for command in runs.values())
     for command in (sdpa, runs["paper_batch_eager"]):  # between them, every override the runs use composes
         launcher.compose(ROOT / command[2], command[command.index("--") + 1 :])
@@ -72,7 +80,8 @@ def test_the_default_runs_launch_in_order_with_their_settings_then_compare_pairs
         ["experiments/paper_batch_mb1", "experiments/paper_batch_dynamic"],
         ["experiments/paper_batch_eager", "experiments/paper_batch_dynamic"],
     ]
-    assert (tmp_path / "work" / "experiments" / "smoke_gpu_sdpa.log").is_file()
+    logs = tmp_path / "work" / "experiments"
+    assert (logs / "smoke_gpu_sdpa.log").is_file() and (logs / "attention_check.log").is_file()
 
 
 def test_named_runs_only_and_bad_names_refused_before_any_launch(tmp_path):

@@ -26,6 +26,7 @@ from tensordict import TensorDict
 from transfer_queue import KVBatchMeta
 from verl.protocol import DataProto
 from verl.trainer.ppo.v1 import PPOTrainerSync
+from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.workers.utils.padding import response_to_nested
 
@@ -42,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 STATE_FILE = "seal_state.json"
 STEPS_FILE = "seal_steps.jsonl"
+REPLAY_POLL_S = 0.1  # how often the trainer asks TransferQueue whether the step's episodes are all in
 
 
 class SealPPOTrainer(PPOTrainerSync):
@@ -61,6 +63,13 @@ class SealPPOTrainer(PPOTrainerSync):
         self.closed_loop = ClosedLoop(self.seal_settings)
         if self.seal_settings.rollout.env_backend == "ray":
             self._start_env_actors()
+
+    def _build_replay_buffer(self) -> ReplayBuffer:
+        """verl's replay buffer, polled every REPLAY_POLL_S instead of its fixed 2 s: at 2 s each step's `gen`
+        phase ended on the next multiple of 2 s after its last episode (about 1 s lost a step on average)."""
+        buffer = super()._build_replay_buffer()
+        buffer.poll_interval = REPLAY_POLL_S
+        return buffer
 
     def _start_env_actors(self) -> None:
         rollout = self.seal_settings.rollout
