@@ -13,6 +13,9 @@
 #   paper-eager    paper-dynamic's first step with vLLM in eager mode (no CUDA graphs): its start-up and its
 #                  step 1 against paper-dynamic's                                 -> experiments/paper_batch_eager
 #   paper-mb1      paper-dynamic at Table 4's micro-batch 1                       -> experiments/paper_batch_mb1
+#   paper-mb1-eager  both changes in one launch: against paper-dynamic its actor phases (old_log_prob, ref,
+#                  update_actor) measure micro-batch 1 and its gen and start-up measure eager vLLM, as each
+#                  phase depends on one of the two only                           -> experiments/paper_batch_mb1_eager
 # The smoke runs skip validation and checkpoints: 3 steps, timed. Each run's output goes to
 # experiments/<run folder>.log; its wall time (start-up included) is printed; a failed run does not stop the next.
 set -uo pipefail
@@ -35,6 +38,7 @@ one_run() {  # one_run RUN: its folder name, then gpu_smoke.sh's arguments
     paper-eager) echo paper_batch_eager paper-batch 1 "${dynamic[@]}" actor_rollout_ref.rollout.enforce_eager=true \
       trainer.total_training_steps=1 ;;
     paper-mb1) echo paper_batch_mb1 paper-batch 1 ;;
+    paper-mb1-eager) echo paper_batch_mb1_eager paper-batch 1 actor_rollout_ref.rollout.enforce_eager=true ;;
     *) return 2 ;;
   esac
 }
@@ -62,7 +66,8 @@ for run in "${runs[@]}"; do
     status=1
   fi
 done
-for pair in "smoke_gpu_sdpa smoke_gpu_auto" "paper_batch_mb1 paper_batch_dynamic" "paper_batch_eager paper_batch_dynamic"; do
+for pair in "smoke_gpu_sdpa smoke_gpu_auto" "paper_batch_mb1 paper_batch_dynamic" "paper_batch_eager paper_batch_dynamic" \
+  "paper_batch_mb1_eager paper_batch_dynamic"; do
   read -r -a both <<< "$pair"
   [ -d "experiments/${both[0]}" ] && [ -d "experiments/${both[1]}" ] && "${PYTHON:-python3}" scripts/step_table.py \
     "experiments/${both[0]}" "experiments/${both[1]}"

@@ -85,8 +85,13 @@ def test_the_default_runs_launch_in_order_with_their_settings_then_compare_pairs
 
 
 def test_named_runs_only_and_bad_names_refused_before_any_launch(tmp_path):
-    done, commands = run_script(tmp_path, "/models/m", "paper-dynamic")
-    assert done.returncode == 0 and list(launches_by_run(commands)) == ["paper_batch_dynamic"]
+    done, commands = run_script(tmp_path, "/models/m", "paper-dynamic", "paper-mb1-eager")
+    runs = launches_by_run(commands)
+    assert done.returncode == 0 and list(runs) == ["paper_batch_dynamic", "paper_batch_mb1_eager"]
+    both = runs["paper_batch_mb1_eager"]
+    assert "actor_rollout_ref.rollout.enforce_eager=true" in both and not DYNAMIC & set(both)
+    tables = [c[1:] for c in commands if c[0] == "scripts/step_table.py" and len(c) == 3]
+    assert tables == [["experiments/paper_batch_mb1_eager", "experiments/paper_batch_dynamic"]]
     done, commands = run_script(tmp_path / "bad", "/models/m", "smoke-auto", "paper-huge")
     assert done.returncode == 2 and "no run 'paper-huge'" in done.stderr and commands == []
     done, commands = run_script(tmp_path / "none")
