@@ -2,20 +2,20 @@
 # The measured runs of packed attention on one GPU, one after another, each in its own run folder, then their
 # step tables side by side (scripts/step_table.py: each phase's median over the steps after the first).
 #   bash scripts/gpu_attention_runs.sh MODEL_DIR [RUN ...]
-# RUN (default: check smoke-sdpa smoke-auto paper-dynamic paper-eager paper-mb1):
+# RUN (default: check smoke-sdpa smoke-auto paper-dynamic paper-mb1-eager, what the README's numbers come from):
 #   check          scripts/attention_check.py: one BFCL batch, torch_varlen packed against sdpa padded
 #                                                                                 -> experiments/attention_check.log
 #   smoke-sdpa     exp/smoke_gpu.yaml with seal.attention=sdpa (every micro-batch padded)
 #                                                                                 -> experiments/smoke_gpu_sdpa
 #   smoke-auto     the same with seal.attention's auto                            -> experiments/smoke_gpu_auto
-#   paper-dynamic  exp/smoke_gpu_paper_batch.yaml, micro-batches packed up to 16384 tokens (use_dynamic_bsz)
+#   paper-dynamic  exp/smoke_gpu_paper_batch.yaml as it is: micro-batches packed up to 16384 tokens
+#                  (use_dynamic_bsz), vLLM with CUDA graphs
 #                                                                                 -> experiments/paper_batch_dynamic
-#   paper-eager    paper-dynamic's first step with vLLM in eager mode (no CUDA graphs): its start-up and its
-#                  step 1 against paper-dynamic's                                 -> experiments/paper_batch_eager
-#   paper-mb1      paper-dynamic at Table 4's micro-batch 1                       -> experiments/paper_batch_mb1
-#   paper-mb1-eager  both changes in one launch: against paper-dynamic its actor phases (old_log_prob, ref,
-#                  update_actor) measure micro-batch 1 and its gen and start-up measure eager vLLM, as each
-#                  phase depends on one of the two only                           -> experiments/paper_batch_mb1_eager
+#   paper-mb1-eager  paper-dynamic at Table 4's micro-batch 1 unpacked, with vLLM in eager mode (no CUDA
+#                  graphs): against paper-dynamic its actor phases (old_log_prob, ref, update_actor) measure
+#                  the micro-batches and its gen and start-up measure eager vLLM, as each phase depends on
+#                  one of the two only                                            -> experiments/paper_batch_mb1_eager
+#   paper-mb1      micro-batch 1 alone, with CUDA graphs                          -> experiments/paper_batch_mb1
 # The smoke runs skip validation and checkpoints: 3 steps, timed. Each run's output goes to
 # experiments/<run folder>.log; its wall time (start-up included) is printed; a failed run does not stop the next.
 set -uo pipefail
@@ -24,9 +24,10 @@ case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; -*) echo "
 model=$1
 shift
 runs=("$@")
-[ ${#runs[@]} -eq 0 ] && runs=(check smoke-sdpa smoke-auto paper-dynamic paper-eager paper-mb1)
+[ ${#runs[@]} -eq 0 ] && runs=(check smoke-sdpa smoke-auto paper-dynamic paper-mb1-eager)
 cd "$(dirname "$0")/.."
-dynamic=(actor_rollout_ref.actor.use_dynamic_bsz=true actor_rollout_ref.actor.ppo_max_token_len_per_gpu=16384)
+one_each=actor_rollout_ref.actor.use_dynamic_bsz=false
+eager=actor_rollout_ref.rollout.enforce_eager=true
 timed=(trainer.val_before_train=false trainer.test_freq=-1 trainer.save_freq=-1)
 
 one_run() {  # one_run RUN: its folder name, then gpu_smoke.sh's arguments
@@ -34,11 +35,9 @@ one_run() {  # one_run RUN: its folder name, then gpu_smoke.sh's arguments
     check) echo attention_check ;;
     smoke-sdpa) echo smoke_gpu_sdpa seal 1 "${timed[@]}" seal.attention=sdpa ;;
     smoke-auto) echo smoke_gpu_auto seal 1 "${timed[@]}" ;;
-    paper-dynamic) echo paper_batch_dynamic paper-batch 1 "${dynamic[@]}" ;;
-    paper-eager) echo paper_batch_eager paper-batch 1 "${dynamic[@]}" actor_rollout_ref.rollout.enforce_eager=true \
-      trainer.total_training_steps=1 ;;
-    paper-mb1) echo paper_batch_mb1 paper-batch 1 ;;
-    paper-mb1-eager) echo paper_batch_mb1_eager paper-batch 1 actor_rollout_ref.rollout.enforce_eager=true ;;
+    paper-dynamic) echo paper_batch_dynamic paper-batch 1 ;;
+    paper-mb1) echo paper_batch_mb1 paper-batch 1 "$one_each" ;;
+    paper-mb1-eager) echo paper_batch_mb1_eager paper-batch 1 "$one_each" "$eager" ;;
     *) return 2 ;;
   esac
 }
@@ -66,8 +65,8 @@ for run in "${runs[@]}"; do
     status=1
   fi
 done
-for pair in "smoke_gpu_sdpa smoke_gpu_auto" "paper_batch_mb1 paper_batch_dynamic" "paper_batch_eager paper_batch_dynamic" \
-  "paper_batch_mb1_eager paper_batch_dynamic"; do
+for pair in "smoke_gpu_sdpa smoke_gpu_auto" "paper_batch_mb1_eager paper_batch_dynamic" \
+  "paper_batch_mb1 paper_batch_dynamic"; do
   read -r -a both <<< "$pair"
   [ -d "experiments/${both[0]}" ] && [ -d "experiments/${both[1]}" ] && "${PYTHON:-python3}" scripts/step_table.py \
     "experiments/${both[0]}" "experiments/${both[1]}"

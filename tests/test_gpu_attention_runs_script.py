@@ -12,10 +12,8 @@ from pathlib import Path
 import launcher
 
 ROOT = Path(__file__).resolve().parents[1]
-DYNAMIC = {
-    "actor_rollout_ref.actor.use_dynamic_bsz=true",
-    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=16384",
-}
+ONE_EACH = "actor_rollout_ref.actor.use_dynamic_bsz=false"
+EAGER = "actor_rollout_ref.rollout.enforce_eager=true"
 MAKE_RUN_FOLDER = (  # the stand-in launcher leaves the run folder the real one would
     'case "$*" in *experiment_name=*) name=${*##*experiment_name=}; '
     'mkdir -p "experiments/${name%% *}" ;; esac\n'
@@ -55,8 +53,7 @@ def test_the_default_runs_launch_in_order_with_their_settings_then_compare_pairs
         "smoke_gpu_sdpa",
         "smoke_gpu_auto",
         "paper_batch_dynamic",
-        "paper_batch_eager",
-        "paper_batch_mb1",
+        "paper_batch_mb1_eager",
     ]
     checks = [c for c in commands if c[0] == "scripts/attention_check.py"]
     assert checks == [["scripts/attention_check.py", "/models/m"]] and commands.index(checks[0]) == 0
@@ -65,33 +62,31 @@ def test_the_default_runs_launch_in_order_with_their_settings_then_compare_pairs
     assert not any("attention" in o for o in runs["smoke_gpu_auto"])
     timed = {"trainer.val_before_train=false", "trainer.test_freq=-1", "trainer.save_freq=-1"}
     assert set(sdpa) >= timed and set(runs["smoke_gpu_auto"]) >= timed  # no validation, no checkpoint
-    assert set(runs["paper_batch_dynamic"]) >= DYNAMIC and not DYNAMIC & set(runs["paper_batch_mb1"])
-    assert set(runs["paper_batch_eager"]) >= {
-        *DYNAMIC,
-        "actor_rollout_ref.rollout.enforce_eager=true",
-        "trainer.total_training_steps=1",
-    }
+    assert runs["paper_batch_dynamic"][2] == "exp/smoke_gpu_paper_batch.yaml"
+    assert not {ONE_EACH, EAGER} & set(runs["paper_batch_dynamic"])
+    assert {ONE_EACH, EAGER} <= set(runs["paper_batch_mb1_eager"])
     assert all("actor_rollout_ref.model.path=/models/m" in command for command in runs.values())
-    for command in (sdpa, runs["paper_batch_eager"]):  # between them, every override the runs use composes
+    for command in (
+        sdpa,
+        runs["paper_batch_mb1_eager"],
+    ):  # between them, every override the runs use composes
         launcher.compose(ROOT / command[2], command[command.index("--") + 1 :])
     tables = [c[1:] for c in commands if c[0] == "scripts/step_table.py" and len(c) == 3]
     assert tables == [
         ["experiments/smoke_gpu_sdpa", "experiments/smoke_gpu_auto"],
-        ["experiments/paper_batch_mb1", "experiments/paper_batch_dynamic"],
-        ["experiments/paper_batch_eager", "experiments/paper_batch_dynamic"],
+        ["experiments/paper_batch_mb1_eager", "experiments/paper_batch_dynamic"],
     ]
     logs = tmp_path / "work" / "experiments"
     assert (logs / "smoke_gpu_sdpa.log").is_file() and (logs / "attention_check.log").is_file()
 
 
 def test_named_runs_only_and_bad_names_refused_before_any_launch(tmp_path):
-    done, commands = run_script(tmp_path, "/models/m", "paper-dynamic", "paper-mb1-eager")
+    done, commands = run_script(tmp_path, "/models/m", "paper-dynamic", "paper-mb1")
     runs = launches_by_run(commands)
-    assert done.returncode == 0 and list(runs) == ["paper_batch_dynamic", "paper_batch_mb1_eager"]
-    both = runs["paper_batch_mb1_eager"]
-    assert "actor_rollout_ref.rollout.enforce_eager=true" in both and not DYNAMIC & set(both)
+    assert done.returncode == 0 and list(runs) == ["paper_batch_dynamic", "paper_batch_mb1"]
+    assert ONE_EACH in runs["paper_batch_mb1"] and EAGER not in runs["paper_batch_mb1"]
     tables = [c[1:] for c in commands if c[0] == "scripts/step_table.py" and len(c) == 3]
-    assert tables == [["experiments/paper_batch_mb1_eager", "experiments/paper_batch_dynamic"]]
+    assert tables == [["experiments/paper_batch_mb1", "experiments/paper_batch_dynamic"]]
     done, commands = run_script(tmp_path / "bad", "/models/m", "smoke-auto", "paper-huge")
     assert done.returncode == 2 and "no run 'paper-huge'" in done.stderr and commands == []
     done, commands = run_script(tmp_path / "none")

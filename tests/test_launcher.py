@@ -42,7 +42,7 @@ TABLE_4 = {
     "actor learning rate": "1e-06",
     "train batch size": "32",
     "PPO mini-batch size": "8",
-    "PPO micro-batch size per GPU": "1",
+    "PPO micro-batch size per GPU": "packed up to 16384 tokens (the gradient of micro-batch 1)",
     "temperature": "1.0 training, 0.0 validation",
     "max prompt / response / model length": "8192 / 4096 / 16384",
     "multi-turn rollout": "at most 20 interaction steps",

@@ -47,11 +47,7 @@ def plan_rows(config: DictConfig, settings: SealSettings, service: str) -> list[
         ("actor learning rate", f"{actor.optim.lr:g}", "actor.optim.lr"),
         ("train batch size", str(data.train_batch_size), "data.train_batch_size"),
         ("PPO mini-batch size", str(actor.ppo_mini_batch_size), "actor.ppo_mini_batch_size"),
-        (
-            "PPO micro-batch size per GPU",
-            str(actor.ppo_micro_batch_size_per_gpu),
-            "actor.ppo_micro_batch_size_per_gpu",
-        ),
+        micro_batch_row(actor),
         (
             "temperature",
             f"{float(rollout.temperature)} training, {float(rollout.val_kwargs.temperature)} validation",
@@ -157,3 +153,20 @@ def format_plan(rows: list[tuple[str, str, str]], width: int = PLAN_WIDTH) -> st
         lines += wrap(f"{what:<{indent}}{value}")
         lines += wrap(f"(set by {keys})", initial_indent=" " * indent)
     return "\n".join(line.rstrip() for line in lines)
+
+
+def micro_batch_row(actor: DictConfig) -> tuple[str, str, str]:
+    """Packed micro-batches said as such: verl 0.9.1 divides each micro-batch's loss by the mini-batch's
+    tokens, so packing keeps the gradient of the configured micro-batch size (test_dynamic_micro_batches)."""
+    if actor.use_dynamic_bsz:
+        return (
+            "PPO micro-batch size per GPU",
+            f"packed up to {actor.ppo_max_token_len_per_gpu} tokens (the gradient of micro-batch "
+            f"{actor.ppo_micro_batch_size_per_gpu})",
+            "actor.use_dynamic_bsz, actor.ppo_max_token_len_per_gpu",
+        )
+    return (
+        "PPO micro-batch size per GPU",
+        str(actor.ppo_micro_batch_size_per_gpu),
+        "actor.ppo_micro_batch_size_per_gpu",
+    )
