@@ -1,4 +1,5 @@
-"""Fixtures that several test modules share, set up once per session because each takes seconds."""
+"""Fixtures that several test modules share, set up once per session (once in each pytest-xdist worker)
+because each takes seconds."""
 
 from __future__ import annotations
 
