@@ -31,10 +31,13 @@ class FolderWorkerGroup:
 
     def __init__(self) -> None:
         self.loaded: list[str] = []
+        self.state_before_weights: list[bool] = []
+        """Per save: was `seal_state.json` already in the step folder when verl asked for the weights?"""
 
     def save_checkpoint(
         self, local_path: str, hdfs_path: str | None, step: int, max_ckpt_to_keep=None
     ) -> None:
+        self.state_before_weights.append((Path(local_path).parent / STATE_FILE).is_file())
         Path(local_path).mkdir(parents=True, exist_ok=True)
         (Path(local_path) / "weights.json").write_text(json.dumps({"step": step}))
 
@@ -95,10 +98,13 @@ def saved_run(tmp_path):
         trainer = build(url, folder)
         train_steps(trainer, STEP)
         trainer._save_checkpoint()
+    assert trainer.actor_rollout_wg.state_before_weights == [True]  # so before verl's tracker file too
     return folder, trainer.closed_loop.to_json()
 
 
 def test_save_puts_seal_state_beside_verls_files(saved_run):
+    """seal_state.json is written before verl saves anything, so the tracker file, written last, never
+    names a step folder without it."""
     folder, state = saved_run
     step_folder = folder / f"global_step_{STEP}"
     assert (step_folder / "actor" / "weights.json").is_file()
