@@ -43,8 +43,10 @@ from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import agent_loop_config_path, close_env_clients
 from seal.trainer.rollout_settings import RolloutSettings
 from seal.trainer.scripted_server import ScriptedLLMServer
-from seal.trainer.testing import build_chatml_model_folder
 from seal.trainer.trajectory import TRAJECTORY_KEYS, TrajectoryFields
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's doubles, shared with it
+from tests.support.doubles import build_chatml_model_folder
 
 
 def candidate_tasks(max_calls: int) -> list[str]:

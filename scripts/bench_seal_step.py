@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import ray
 import torch
@@ -30,8 +32,10 @@ from env_service.process import running_service
 from seal.bfcl.tasks import CATEGORIES
 from seal.tocf.labels import REFERENCE_LABELS
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
-from seal.trainer.testing import trajectory_fields
 from seal.trainer.trainer import SealPPOTrainer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's doubles, shared with it
+from tests.support.doubles import trajectory_fields
 
 ROLLOUTS = 8
 

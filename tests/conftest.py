@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests import ray_session
+from tests.support import ray_session
 
 
 @pytest.fixture(scope="session")

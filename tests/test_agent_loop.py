@@ -32,7 +32,7 @@ from seal.trainer.agent_loop import agent_loop_config_path, close_env_clients, r
 from seal.trainer.rollout_settings import RolloutSettings
 from seal.trainer.scripted_server import Ramble, ScriptedLLMServer
 from seal.trainer.trajectory import REWARD_EXTRA_INFO, TRAJECTORY_KEYS, TrajectoryFields
-from tests.rollout_helpers import (
+from tests.support.rollout_helpers import (
     MODES_BY_AGENT,
     TASKS,
     conversation,
@@ -40,8 +40,8 @@ from tests.rollout_helpers import (
     row,
     trainer_config,
 )
-from tests.script_module import load_script
-from tests.service_thread import service_in_thread
+from tests.support.script_module import load_script
+from tests.support.service_thread import service_in_thread
 
 check_masks = load_script("check_masks")
 mask_runs = check_masks.mask_runs

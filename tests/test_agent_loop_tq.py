@@ -24,14 +24,14 @@ from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import close_env_clients
 from seal.trainer.scripted_server import ScriptedLLMServer
 from seal.trainer.trajectory import TrajectoryFields
-from tests.rollout_helpers import (
+from tests.support.rollout_helpers import (
     MODES_BY_AGENT,
     TASKS,
     model_folder,
     row,
     trainer_config,
 )
-from tests.service_thread import service_in_thread
+from tests.support.service_thread import service_in_thread
 
 TIMINGS = ("env_seconds", "gen_seconds")
 FIELDS = ["extra_fields", "prompts", "responses", "response_mask", "rm_scores", "rollout_log_probs"]

@@ -18,8 +18,8 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
 import seal.trainer.attention as attention
 from seal.trainer.attention import NAME, UnsupportedAttention, torch_varlen_attention
-from seal.trainer.testing import build_chatml_model_folder
-from tests.varlen_reference import SIGNATURES
+from tests.support.doubles import build_chatml_model_folder
+from tests.support.varlen_reference import SIGNATURES
 
 LENGTHS = [7, 12, 1, 9]
 SMALL = {

@@ -8,8 +8,8 @@ import re
 import pytest
 
 import seal.trainer.attention as attention
-from tests.script_module import load_script
-from tests.varlen_reference import per_sequence_attention, varlen_attn_2_13
+from tests.support.script_module import load_script
+from tests.support.varlen_reference import per_sequence_attention, varlen_attn_2_13
 
 attention_check = load_script("attention_check")
 make_smoke_model = load_script("make_smoke_model")

@@ -11,7 +11,7 @@ from matplotlib.colors import to_rgb
 from seal.bfcl.tasks import CATEGORIES
 from seal.reports import LABEL_COLOURS, label_order, label_shares_figure
 from seal.trainer.val_test import SplitScore
-from tests.script_module import load_script
+from tests.support.script_module import load_script
 
 SUMMARY = {
     "by_category": {

@@ -10,7 +10,7 @@ from transformers import AutoTokenizer
 from seal.env.context_limits import ContextLimits, clip_messages, clip_tokens, tokenizer_codec
 from seal.env.episode import Episode
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.testing import build_chatml_model_folder
+from tests.support.doubles import build_chatml_model_folder
 
 
 @pytest.fixture(scope="module")

@@ -31,8 +31,8 @@ from seal.trainer.env_actors import (
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
 from seal.trainer.scripted_server import ScriptedLLMServer
 from seal.trainer.trainer import SealPPOTrainer, _put_profile
-from tests import ray_session
-from tests.rollout_helpers import model_folder, row
+from tests.support import ray_session
+from tests.support.rollout_helpers import model_folder, row
 
 TASK = "multi_turn_base_0"
 NODE_RESOURCES = ("node_a", "node_b")
@@ -191,7 +191,7 @@ async def test_the_agent_loop_plays_again_on_a_replacement_when_its_actor_dies(p
     from verl.utils.dataset.rl_dataset import collate_fn
 
     from seal.trainer.trajectory import TRAJECTORY_KEYS, TrajectoryFields
-    from tests.rollout_helpers import trainer_config
+    from tests.support.rollout_helpers import trainer_config
 
     actions = ground_truth_actions(TASK)
     server = ScriptedLLMServer(AutoTokenizer.from_pretrained(folder), {(TASK, "train"): actions})

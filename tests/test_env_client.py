@@ -27,7 +27,7 @@ from seal.env.client import (
 from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol import get_protocol
 from seal.protocol.ground_truth import ground_truth_actions
-from tests.service_thread import service_in_thread
+from tests.support.service_thread import service_in_thread
 
 TASK = "multi_turn_miss_func_0"
 QUIET_SERVICE = ["--log-level", "warning"]

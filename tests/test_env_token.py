@@ -15,7 +15,7 @@ from env_service.middleware import ACCESS_LOG
 from seal.cli import main as seal_main
 from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, is_loopback
 from seal.env.client import EnvServiceError, HttpEnvClient
-from tests.service_thread import service_in_thread
+from tests.support.service_thread import service_in_thread
 
 TOKEN = "s3cret-token-for-tests"
 EPISODE = {"task_id": "multi_turn_base_0", "mode": "eval"}

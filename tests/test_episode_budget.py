@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from seal.trainer.sft_data import episode_config
-from tests.rollout_helpers import TASKS, model_folder
-from tests.script_module import load_script
+from tests.support.rollout_helpers import TASKS, model_folder
+from tests.support.script_module import load_script
 
 episode_budget = load_script("episode_budget")
 EXP = Path(__file__).resolve().parents[1] / "exp"

@@ -21,8 +21,8 @@ from seal.evaluation.endpoint import RetryPolicy
 from seal.evaluation.official import bfcl_task, replay_calls, rescore
 from seal.protocol.ground_truth import END_OF_TURN as DONE
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.chatml import chatml_tokenizer
-from tests.scripted_endpoint import SILENT, Script, scripted_tokens, serve
+from tests.support.chatml import chatml_tokenizer
+from tests.support.scripted_endpoint import SILENT, Script, scripted_tokens, serve
 
 DEFECTS = {"multi_turn_miss_func_49"}
 ABSTAIN_LABELS = {"missing_tool_call", "empty_turn_model_response", "correct_abstention"}

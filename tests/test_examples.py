@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from seal.cli import main as seal
-from tests.script_module import load_script
+from tests.support.script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -6,7 +6,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from tests.script_module import load_script
+from tests.support.script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -27,7 +27,7 @@ from seal.dataset import parquet_bytes
 from seal.trainer.experiment import compose_experiment
 from seal.trainer.override_types import OverrideTypeError, check_override_types
 from seal.trainer.preflight import PreflightError, check_data
-from tests.launcher_stand_in import ENV_FAILURE, stand_in_entry
+from tests.support.launcher_stand_in import ENV_FAILURE, stand_in_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_EXPERIMENTS = sorted(

@@ -157,9 +157,17 @@ def test_the_trainer_package_has_no_import_cycle():
 
 
 def test_the_smoke_model_builder_needs_no_training_stack():
-    """`make_smoke_model.py` runs on a GPU node before verl and Ray are installed there."""
+    """`make_smoke_model.py` runs on a GPU node before verl and Ray are installed there: it takes the tiny
+    tokenizer from the suite's support and nothing from `seal`."""
     script = ROOT / "scripts" / "make_smoke_model.py"
-    from_seal = {name for name in imported_modules(script) if within(name, "seal")}
-    assert from_seal and all(within(name, "seal.trainer.chatml") for name in from_seal), from_seal
-    chatml = ROOT / "seal" / "trainer" / "chatml.py"
+    imported = imported_modules(script)
+    assert not any(within(name, "seal") for name in imported), imported
+    assert any(within(name, "tests.support.chatml") for name in imported)
+    chatml = ROOT / "tests" / "support" / "chatml.py"
     assert violations([chatml], lambda _, name: within(name, "verl") or within(name, "ray")) == []
+
+
+def test_the_package_holds_no_test_double():
+    """Test doubles live in tests/support/: nothing in `seal` or `env_service` imports the suite."""
+    shipped = modules_under("seal") + modules_under("env_service")
+    assert violations(shipped, lambda _, name: within(name, "tests")) == []

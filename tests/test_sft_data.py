@@ -30,9 +30,9 @@ from seal.trainer.sft_data import (
     train_rows,
     write_sft_parquet,
 )
-from tests.rollout_helpers import model_folder, row
-from tests.script_module import load_script
-from tests.service_thread import service_in_thread
+from tests.support.rollout_helpers import model_folder, row
+from tests.support.script_module import load_script
+from tests.support.service_thread import service_in_thread
 
 ROOT = Path(__file__).resolve().parents[1]
 VANILLA = ROOT / "exp" / "vanilla_grpo.yaml"  # Ω preset `none`: not the in-process store's default

@@ -21,7 +21,7 @@ from seal.bfcl.tasks import split_ids
 from seal.trainer import sft
 from seal.trainer.experiment import compose_experiment, to_yaml
 from seal.trainer.sft_data import sft_rows as real_sft_rows
-from tests.rollout_helpers import model_folder
+from tests.support.rollout_helpers import model_folder
 from tests.test_launcher import plan_values
 
 ROOT = Path(__file__).resolve().parents[1]

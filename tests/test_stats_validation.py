@@ -14,9 +14,9 @@ from PIL import Image
 from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
 from seal.trainer.closed_loop import ClosedLoop
 from seal.trainer.settings import SealSettings
-from seal.trainer.testing import trajectory_fields
 from seal.trainer.trajectory import TrajectoryFields
 from seal.trainer.val_test import REPORT_NAME
+from tests.support.doubles import trajectory_fields
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "stats_validation_bfcl.py"
 SHORT = ("base", "miss_func", "miss_param", "long_context")

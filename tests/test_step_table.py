@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tests.script_module import load_script
+from tests.support.script_module import load_script
 
 step_table = load_script("step_table")
 

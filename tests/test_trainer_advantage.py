@@ -21,9 +21,9 @@ from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 from seal.tocf.apatch import static_weight
 from seal.trainer.env_failures import EnvServiceFailure
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
-from seal.trainer.testing import trajectory_fields
 from seal.trainer.trainer import SealPPOTrainer
-from tests.service_thread import served_interface, service_in_thread
+from tests.support.doubles import trajectory_fields
+from tests.support.service_thread import served_interface, service_in_thread
 
 N = 4  # rollouts per prompt in the fixture batch
 GROUPS = [

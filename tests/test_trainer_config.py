@@ -14,9 +14,9 @@ from omegaconf import DictConfig, OmegaConf
 from seal.dataset import DATA_DIR, parquet_bytes
 from seal.tocf.apatch import APatchConfig
 from seal.tocf.labels import DEFAULT_RHO
-from seal.trainer.chatml import chatml_tokenizer
 from seal.trainer.experiment import PROJECT_ROOT, ExperimentError, compose_experiment, validate_experiment
 from seal.trainer.settings import APatchSettings, SealSettings, settings_from_config
+from tests.support.chatml import chatml_tokenizer
 
 EXP = PROJECT_ROOT / "exp"
 EXPERIMENTS = sorted(path.stem for path in EXP.glob("*.yaml") if not path.stem.startswith("sft_"))

@@ -23,8 +23,8 @@ from seal.protocol.ground_truth import END_OF_TURN, ground_truth_actions
 from seal.trainer.agent_loop import close_env_clients
 from seal.trainer.scripted_server import Ramble, ScriptedLLMServer
 from seal.trainer.trajectory import TRAJECTORY_KEYS, TrajectoryFields
-from tests.rollout_helpers import MODES_BY_AGENT, TASKS, model_folder, row, trainer_config
 from tests.snapshots.snapshot import check, digest
+from tests.support.rollout_helpers import MODES_BY_AGENT, TASKS, model_folder, row, trainer_config
 
 BASE = "multi_turn_base_0"
 

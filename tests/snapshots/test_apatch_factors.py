@@ -12,9 +12,9 @@ from seal.bfcl.tasks import CATEGORIES
 from seal.tocf.labels import CHECKER_ERROR, PAPER_LABELS
 from seal.trainer.closed_loop import ClosedLoop
 from seal.trainer.settings import settings_from_config
-from seal.trainer.testing import trajectory_fields
 from seal.trainer.trainer import save_seal_state
 from tests.snapshots.snapshot import check, digest
+from tests.support.doubles import trajectory_fields
 
 STEPS = 3
 BATCH = 24

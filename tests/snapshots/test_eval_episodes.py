@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from seal.evaluation.command import add_eval_arguments, run_eval_command
-from tests.scripted_endpoint import Script, serve
 from tests.snapshots.snapshot import check, digest
+from tests.support.scripted_endpoint import Script, serve
 
 NOISY = [
     "multi_turn_base_1",

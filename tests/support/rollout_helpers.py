@@ -19,7 +19,7 @@ from seal.env.episode import Episode
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import agent_loop_config_path
 from seal.trainer.rollout_settings import RolloutSettings
-from seal.trainer.testing import build_chatml_model_folder
+from tests.support.doubles import build_chatml_model_folder
 
 TASKS = (
     "multi_turn_base_0",

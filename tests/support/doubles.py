@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from seal.bfcl.tasks import category_of
-from seal.trainer.chatml import chatml_tokenizer
 from seal.trainer.trajectory import TrajectoryFields
+from tests.support.chatml import chatml_tokenizer
 
 
 def trajectory_fields(task_id: str, **changes: Any) -> TrajectoryFields:
