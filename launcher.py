@@ -263,9 +263,8 @@ def preflight(config: DictConfig, service: dict[str, Any]) -> SealSettings:
     plays them again through every node's actors once it has placed them)."""
     from seal.env.client import InProcessEnvClient
     from seal.env.store import EpisodeStore
-    from seal.trainer.env_actors import store_settings
     from seal.trainer.preflight import PreflightError, check_environment, check_service, preflight_tasks
-    from seal.trainer.settings import settings_from_config
+    from seal.trainer.settings import episode_capacity, settings_from_config
 
     ray_backend = service.get("backend") == "ray"
     if not ray_backend:
@@ -273,7 +272,7 @@ def preflight(config: DictConfig, service: dict[str, Any]) -> SealSettings:
     settings = settings_from_config(config)
     try:
         if ray_backend:
-            store = EpisodeStore(store_settings(settings, config))
+            store = EpisodeStore(settings.store(episode_capacity(config)))
             where = "an in-process store as each environment actor holds"
             check = check_environment(InProcessEnvClient(store), where, settings, preflight_tasks())
         else:
@@ -368,12 +367,13 @@ def use_service(config: DictConfig, url: str) -> None:
 
 def service_flags(settings: SealSettings, config: DictConfig) -> list[str]:
     """The service options that must agree with the config: taxonomy, priority, interface, capacity."""
-    flags = ["--taxonomy", settings.taxonomy, "--interface-preset", settings.interface.preset]
-    if settings.taxonomy == "paper":
-        flags += ["--priority", ",".join(settings.priority)]
-    from seal.trainer.env_actors import episode_capacity
+    from seal.trainer.settings import episode_capacity
 
-    return [*flags, "--max-episodes", str(episode_capacity(config)), "--log-level", "warning"]
+    store = settings.store(episode_capacity(config))
+    flags = ["--taxonomy", store.taxonomy, "--interface-preset", store.interface_preset]
+    if store.priority is not None:
+        flags += ["--priority", ",".join(store.priority)]
+    return [*flags, "--max-episodes", str(store.max_episodes), "--log-level", "warning"]
 
 
 @contextlib.contextmanager

@@ -57,6 +57,8 @@ PAPER_TAXONOMY = "paper"
 """The paper's §3.2 / Table 5 taxonomy."""
 TAXONOMIES: tuple[str, ...] = (REFERENCE_TAXONOMY, PAPER_TAXONOMY)
 DEFAULT_TAXONOMY = REFERENCE_TAXONOMY
+LABELS_OF: dict[str, tuple[str, ...]] = {REFERENCE_TAXONOMY: REFERENCE_LABELS, PAPER_TAXONOMY: PAPER_LABELS}
+"""The labels each taxonomy can emit."""
 
 DEFAULT_PRIORITY: tuple[str, ...] = (
     INVALID_TOOL_CALL,

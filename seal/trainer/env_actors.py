@@ -28,14 +28,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import ray
-from omegaconf import DictConfig
 from ray.exceptions import GetTimeoutError, RayActorError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from seal.env.client import EnvServiceError, EnvUnavailableError, InProcessEnvClient
 from seal.env.episode import EpisodeResult
 from seal.env.store import EpisodeStore, StoreSettings
-from seal.trainer.settings import SealSettings
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -49,27 +47,10 @@ ENV_CALLS = frozenset(
 )
 START_TIMEOUT_S = 120.0
 """Bound on starting one actor (a new worker process that loads the BFCL tasks)."""
-MIN_EPISODES = 512
 
 
 def actor_name(node_id: str, index: int) -> str:
     return f"{ACTOR_PREFIX}{node_id}-{index}"
-
-
-def episode_capacity(config: DictConfig) -> int:
-    """Open episodes one environment holds: twice a step's trajectories, at least `MIN_EPISODES`."""
-    in_flight = config.data.train_batch_size * config.actor_rollout_ref.rollout.n
-    return max(MIN_EPISODES, 2 * in_flight)
-
-
-def store_settings(settings: SealSettings, config: DictConfig) -> StoreSettings:
-    """The store every actor holds: the run's taxonomy, priority and interface, room for a whole step."""
-    return StoreSettings(
-        max_episodes=episode_capacity(config),
-        interface_preset=settings.interface.preset,
-        taxonomy=settings.taxonomy,
-        priority=tuple(settings.priority) if settings.taxonomy == "paper" else None,
-    )
 
 
 def alive_nodes() -> list[str]:

@@ -23,8 +23,8 @@ from seal.dataset import EVAL_AGENT, TRAIN_AGENT, parquet_bytes
 from seal.env.client import EnvClient, EnvServiceError, HttpEnvClient, open_episode
 from seal.env.interface import build_interface, evolve
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.tocf import PAPER_LABELS, REFERENCE_LABELS, APatchState, FailureProfile, apply_apatch
-from seal.tocf.labels import CORRECT_ABSTENTION, EXCLUDED, PASS
+from seal.tocf import APatchState, FailureProfile, apply_apatch
+from seal.tocf.labels import CORRECT_ABSTENTION, EXCLUDED, LABELS_OF, PASS
 from seal.trainer.settings import SealSettings
 
 EPISODE_MODES = ("train", "eval")
@@ -199,8 +199,7 @@ def _synthetic_batch(episodes: Sequence[EpisodeCheck], taxonomy: str) -> tuple[l
     """The ground-truth trajectories (reward 1) plus one failing trajectory per failure label (reward 0)."""
     labels = [list(episode.labels) for episode in episodes if episode.mode == "train"]
     rewards = [1.0] * len(labels)
-    known = PAPER_LABELS if taxonomy == "paper" else REFERENCE_LABELS
-    for label in known:
+    for label in LABELS_OF[taxonomy]:
         if label not in {PASS, CORRECT_ABSTENTION, *EXCLUDED}:
             labels.append([PASS, label])
             rewards.append(0.0)

@@ -16,8 +16,9 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from seal.env.interface import PRESETS
+from seal.env.store import StoreSettings
 from seal.tocf.apatch import APatchConfig
-from seal.tocf.labels import DEFAULT_PRIORITY, TAXONOMIES, validate_priority
+from seal.tocf.labels import DEFAULT_PRIORITY, PAPER_TAXONOMY, TAXONOMIES, validate_priority
 from seal.trainer.attention_setting import ATTENTION_CHOICES, AUTO
 from seal.trainer.rollout_settings import RolloutSettings
 
@@ -121,6 +122,25 @@ class SealSettings:
                 "seal.interface.adapt needs seal.rollout.env_backend=http or ray (in-process stores never "
                 "see Evolve)"
             )
+
+    def store(self, max_episodes: int | None = None) -> StoreSettings:
+        """The episode store of this run's environment (the service, each environment actor, the SFT rows'
+        and the preflight's in-process stores): its taxonomy, priority and interface preset, and room for
+        `max_episodes` open episodes (the store's default when None)."""
+        room = {} if max_episodes is None else {"max_episodes": max_episodes}
+        return StoreSettings(
+            **room,
+            interface_preset=self.interface.preset,
+            taxonomy=self.taxonomy,
+            priority=tuple(self.priority) if self.taxonomy == PAPER_TAXONOMY else None,
+        )
+
+
+def episode_capacity(config: DictConfig) -> int:
+    """Open episodes one environment holds for a training run: twice a step's trajectories, at least the
+    store's default."""
+    in_flight = config.data.train_batch_size * config.actor_rollout_ref.rollout.n
+    return max(StoreSettings().max_episodes, 2 * in_flight)
 
 
 def settings_from_config(config: DictConfig | dict[str, Any]) -> SealSettings:

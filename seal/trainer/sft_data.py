@@ -28,7 +28,7 @@ from verl.utils.dataset.rl_dataset import get_dataset_class
 from seal.bfcl.tasks import split_ids
 from seal.dataset import rows as dataset_rows
 from seal.env.client import InProcessEnvClient
-from seal.env.store import EpisodeStore, StoreSettings
+from seal.env.store import EpisodeStore
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import CHATML_END, SealAgentLoop, uses_chatml
 from seal.trainer.experiment import compose_experiment
@@ -82,12 +82,7 @@ class GroundTruthPlayer:
         model_type = getattr(model.hf_config, "model_type", None)
         self.hf_model_type = model_type if isinstance(model_type, str) else None
         self.dataset_cls = get_dataset_class(config.data)
-        store = StoreSettings(
-            interface_preset=self.settings.interface.preset,
-            taxonomy=self.settings.taxonomy,
-            priority=tuple(self.settings.priority) if self.settings.taxonomy == "paper" else None,
-        )
-        self.client = InProcessEnvClient(EpisodeStore(store))
+        self.client = InProcessEnvClient(EpisodeStore(self.settings.store()))
         self.end_token = CHATML_END if uses_chatml(self.tokenizer) else self.tokenizer.eos_token
 
     async def rollout(

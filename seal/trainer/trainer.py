@@ -32,10 +32,10 @@ from verl.workers.utils.padding import response_to_nested
 
 from seal.env.client import EnvServiceError, HttpEnvClient
 from seal.trainer.closed_loop import ClosedLoop
-from seal.trainer.env_actors import RayEnvClient, start_env_actors, store_settings
+from seal.trainer.env_actors import RayEnvClient, start_env_actors
 from seal.trainer.env_failures import check_env_error_share
 from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
-from seal.trainer.settings import settings_from_config
+from seal.trainer.settings import episode_capacity, settings_from_config
 from seal.trainer.trajectory import TrajectoryFields
 from seal.trainer.val_test import MISSING, missing_rows, score_rows, split_of
 
@@ -74,7 +74,7 @@ class SealPPOTrainer(PPOTrainerSync):
     def _start_env_actors(self) -> None:
         rollout = self.seal_settings.rollout
         self.env_actors = start_env_actors(
-            store_settings(self.seal_settings, self.config), rollout.env_actors_per_node
+            self.seal_settings.store(episode_capacity(self.config)), rollout.env_actors_per_node
         )
         logger.info("environment actors placed: %s", self.env_actors.describe())
         for node in self.env_actors.actors:
