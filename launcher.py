@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-    from seal.trainer.attention_setting import AttentionChoice
+    from seal.trainer.launch.kernel import AttentionChoice
     from seal.trainer.settings import SealSettings
 
 # Everything else is imported where it is used: verl, tensordict and the trainer take seconds to load,
@@ -65,7 +65,7 @@ class Entry:
 
 def verl_entry() -> Entry:
     from seal.trainer.experiment import train
-    from seal.trainer.test_protocol import evaluate_test
+    from seal.trainer.launch.holdout import evaluate_test
 
     return Entry(train=train, evaluate_test=evaluate_test)
 
@@ -120,9 +120,9 @@ def check_conf(conf: Path) -> None:
 
 
 def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
-    from seal.trainer.plan import format_plan, plan_rows
+    from seal.trainer.launch.plan import format_plan, plan_rows
+    from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
     from seal.trainer.preflight import PreflightError, check_data, data_files
-    from seal.trainer.run_record import RECORD_ROOT, launch_stamp, write_record
     from seal.trainer.sft_settings import is_sft
     from seal.trainer.val_test import TEST_FILE
 
@@ -176,7 +176,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
 
 def train(entry: Entry, config: DictConfig) -> None:
     """Run the entry's training; a run stopped by its environment service ends in that one line."""
-    from seal.trainer.env_failures import env_service_failure_in
+    from seal.trainer.rl.env_failures import env_service_failure_in
 
     try:
         entry.train(config)
@@ -203,9 +203,9 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
     """Check, preflight and plan an SFT experiment; unless a dry run: build its rows, record, train, and
     print the model folder that `actor_rollout_ref.model.path` takes."""
     from seal.trainer.experiment import ExperimentError
-    from seal.trainer.plan import format_plan
-    from seal.trainer.run_record import RECORD_ROOT, launch_stamp, write_record
-    from seal.trainer.sft import (
+    from seal.trainer.launch.plan import format_plan
+    from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
+    from seal.trainer.launch.sft import (
         ensure_sft_data,
         preflight_sft,
         sft_model_path,
@@ -213,7 +213,7 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
         train_sft,
         validate_sft,
     )
-    from seal.trainer.sft_data import SFTDataError
+    from seal.trainer.sft.data import SFTDataError
 
     if args.test or args.with_bfcl or args.env_url:
         raise LaunchError("an SFT experiment takes no --test, --with-bfcl or --env-url", status=2)
@@ -292,8 +292,8 @@ def compose(conf: Path, overrides: Sequence[str]) -> DictConfig:
     """The experiment with its overrides, each override's type checked against the value it replaces
     and its key against the keys something reads."""
     from seal.trainer.experiment import ExperimentError, compose_experiment
-    from seal.trainer.override_keys import OverrideKeyError, check_override_keys
-    from seal.trainer.override_types import OverrideTypeError, check_override_types
+    from seal.trainer.launch.override_keys import OverrideKeyError, check_override_keys
+    from seal.trainer.launch.override_types import OverrideTypeError, check_override_types
 
     try:
         defaults = compose_experiment(conf)
@@ -319,7 +319,7 @@ def validate(config: DictConfig) -> SealSettings:
 def attention_of(config: DictConfig) -> AttentionChoice:
     """Resolve `seal.attention` on this machine into the model's verl keys, before Ray starts (a kernel the
     workers could not load would fail there, minutes into the launch)."""
-    from seal.trainer.attention_setting import AttentionError, configure_attention
+    from seal.trainer.launch.kernel import AttentionError, configure_attention
 
     try:
         return configure_attention(config)
@@ -382,7 +382,7 @@ def environment(
 ) -> Iterator[dict[str, Any]]:
     """The service the run uses: `url` when it answers and no fresh one is asked for, else a child
     process that lives exactly as long as this block."""
-    from env_service.process import ServiceStartError, is_healthy, running_service
+    from seal.env.process import ServiceStartError, is_healthy, running_service
 
     if settings.rollout.env_backend == "ray":
         print("environment  Ray actors on every node, placed when training starts: no service to start")

@@ -5,8 +5,8 @@ client, in one run on one machine.
     python scripts/bench_agent_loop.py                      # 256 trajectories (64 train tasks x 4)
     python scripts/bench_agent_loop.py --trajectories 64 --group 2
 
-The model is a zero-latency scripted server (seal.trainer.scripted_server) on a tiny ChatML tokenizer trained
-in-process, so what is measured is the loop itself: environment round trips, token building (verl's
+The model is a zero-latency scripted server (seal.trainer.sft.scripted_server) on a tiny ChatML tokenizer
+trained in-process, so what is measured is the loop itself: environment round trips, token building (verl's
 continuous-token helpers), verl's post-processing. Target: the loop's time <= 2x the bare replay's.
 """
 
@@ -34,16 +34,16 @@ from transformers import AutoTokenizer
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopWorker
 from verl.protocol import DataProto
 
-from env_service.process import running_service
 from seal.bfcl.tasks import CATEGORIES, get_task, split_ids
 from seal.dataset import TRAIN_AGENT
 from seal.env.client import EnvServiceError, HttpEnvClient, open_episode
 from seal.env.episode import Episode
+from seal.env.process import running_service
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.agent_loop import agent_loop_config_path, close_env_clients
+from seal.trainer.rl.agent_loop import agent_loop_config_path, close_env_clients
+from seal.trainer.rl.trajectory import TRAJECTORY_KEYS, TrajectoryFields
 from seal.trainer.rollout_settings import RolloutSettings
-from seal.trainer.scripted_server import ScriptedLLMServer
-from seal.trainer.trajectory import TRAJECTORY_KEYS, TrajectoryFields
+from seal.trainer.sft.scripted_server import ScriptedLLMServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's doubles, shared with it
 from tests.support.doubles import build_chatml_model_folder

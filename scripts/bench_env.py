@@ -8,7 +8,7 @@ Starts `python -m env_service` on a free loopback port (or uses --base-url, loop
 each task's ground truth (per GT turn: the turn's calls in one message, then "Done."), and reports
 throughput, per-endpoint latency percentiles measured at the client, errors, rewards and the peak RSS
 of the service process. `ray` starts a local Ray instance and replays the same episodes through
-`seal.rollout.env_backend=ray`'s environment actors (seal/trainer/env_actors.py), N of them on this
+`seal.rollout.env_backend=ray`'s environment actors (seal/env/ray_actors.py), N of them on this
 node, for each N of --actors; its service CPU is the actors' (Ray's own daemons are not counted). Every
 run is bounded by --tasks/--episodes and --timeout.
 """
@@ -36,14 +36,14 @@ import psutil
 import ray
 from tqdm import tqdm
 
-from env_service.process import ServiceStartError, running_service
 from seal.bfcl.tasks import load_tasks, split_ids
 from seal.env.client import EnvClient, EnvServiceError, HttpEnvClient, InProcessEnvClient, open_episode
 from seal.env.episode import EpisodeResult
+from seal.env.process import ServiceStartError, running_service
+from seal.env.ray_actors import FLEET_NAME, NAMESPACE, RayEnvClient, start_env_actors
 from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.env_actors import FLEET_NAME, NAMESPACE, RayEnvClient, start_env_actors
 
 ENDPOINTS = ("create", "step", "finish", "delete")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}

@@ -28,11 +28,11 @@ from tqdm import tqdm
 from verl.trainer.ppo.v1 import PPOTrainerSync
 from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 
-from env_service.process import running_service
 from seal.bfcl.tasks import CATEGORIES
+from seal.env.process import running_service
 from seal.tocf.labels import REFERENCE_LABELS
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
-from seal.trainer.trainer import SealPPOTrainer
+from seal.trainer.rl.trainer import SealPPOTrainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's doubles, shared with it
 from tests.support.doubles import trajectory_fields

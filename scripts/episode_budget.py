@@ -5,7 +5,7 @@
     python scripts/episode_budget.py --tokenizer DIR -- seal.rollout.max_env_tokens=2048
 
 Each task's ground-truth replies are "sampled" by a scripted server and played through `SealAgentLoop`
-(`seal.trainer.sft_data.GroundTruthPlayer`) with the experiment's own limits, protocol, context builder
+(`seal.trainer.sft.data.GroundTruthPlayer`) with the experiment's own limits, protocol, context builder
 and tokenizer (no model, no GPU): `max_llm_calls`, the context stop at `max_model_len −
 max_response_length`, environment messages clipped to `max_env_tokens`, and the trained response cut at
 `max_response_length`. Train mode shows the interface Ω of the experiment's preset, eval mode the raw one.
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from omegaconf import DictConfig
     from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
 
-    from seal.trainer.trajectory import TrajectoryFields
+    from seal.trainer.rl.trajectory import TrajectoryFields
 
 COLUMNS = ("n", "completed", "passed", "cut_context", "cut_calls", "cut_generation", "trained_cut")
 
@@ -68,7 +68,7 @@ def play(
 ) -> list[tuple[AgentLoopOutput, TrajectoryFields]]:
     """Each task's ground truth played once in `mode`, in order; `progress(1)` after each."""
     from seal.dataset import rows
-    from seal.trainer.sft_data import GroundTruthPlayer
+    from seal.trainer.sft.data import GroundTruthPlayer
 
     wanted = set(task_ids)
     by_id = {row["extra_info"]["task_id"]: row for split in SPLITS for row in rows(split, wanted)}
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     from seal.trainer.experiment import ExperimentError
-    from seal.trainer.sft_data import episode_config
+    from seal.trainer.sft.data import episode_config
 
     try:
         config = episode_config(args.conf, args.tokenizer.resolve(), args.overrides)

@@ -32,7 +32,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 cd "$(dirname "$0")/.."
 
 sft_model() {  # the Hugging Face folder of the SFT run's latest checkpoint
-  "$py" -c 'from seal.trainer.experiment import compose_experiment; from seal.trainer.sft import sft_model_path
+  "$py" -c 'from seal.trainer.experiment import compose_experiment; from seal.trainer.launch.sft import sft_model_path
 print(sft_model_path(compose_experiment("exp/sft_warmstart.yaml", ["trainer.experiment_name=learn_sft"])))'
 }
 

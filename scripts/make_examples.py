@@ -37,10 +37,10 @@ from seal.bfcl.tasks import CATEGORIES, category_of, get_task, split_ids
 from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol import DEFAULT_PROTOCOL
 from seal.protocol.ground_truth import actions_for_calls
-from seal.trainer.closed_loop import ClosedLoop
+from seal.trainer.launch.holdout import evaluate_test
+from seal.trainer.rl.closed_loop import ClosedLoop
+from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import SealSettings
-from seal.trainer.test_protocol import evaluate_test
-from seal.trainer.trajectory import TrajectoryFields
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 Turns = list[list[ToolCall]]

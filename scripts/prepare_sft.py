@@ -4,8 +4,8 @@
     python scripts/prepare_sft.py --tokenizer MODEL_DIR --conf exp/smoke_gpu.yaml --out DIR -- KEY=VALUE ...
 
 The episodes follow the RL experiment `--conf` (protocol, interface Ω, lengths; Hydra overrides after --)
-with the tokenizer of MODEL_DIR; only the 400 train tasks are played (see seal.trainer.sft_data). verl's
-SFT trainer reads the file through `seal.trainer.sft_dataset` (exp/sft_warmstart.yaml). Exit 1 on a bad
+with the tokenizer of MODEL_DIR; only the 400 train tasks are played (see seal.trainer.sft.data). verl's
+SFT trainer reads the file through `seal.trainer.sft.dataset` (exp/sft_warmstart.yaml). Exit 1 on a bad
 config or model folder, with one line.
 """
 
@@ -19,7 +19,7 @@ import pandas as pd
 
 from seal.dataset import DATA_DIR
 from seal.trainer.experiment import PROJECT_ROOT, ExperimentError
-from seal.trainer.sft_data import SFTDataError, episode_config, sft_rows, write_sft_parquet
+from seal.trainer.sft.data import SFTDataError, episode_config, sft_rows, write_sft_parquet
 
 SFT_FILE = "bfcl_sft_train.parquet"
 

@@ -19,19 +19,24 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.protocol import DataProto
 from verl.utils.dataset.rl_dataset import collate_fn
 
-from env_service.process import free_port, running_service
 from seal.bfcl.calls import ToolCall
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import get_task
 from seal.dataset import EVAL_AGENT, TRAIN_AGENT
 from seal.env.client import EnvServiceError, HttpEnvClient, InProcessEnvClient
+from seal.env.process import free_port, running_service
 from seal.protocol import get_protocol
 from seal.protocol.ground_truth import END_OF_TURN, ground_truth_actions
-from seal.trainer import agent_loop
-from seal.trainer.agent_loop import agent_loop_config_path, close_env_clients, request_task, rollout_settings
+from seal.trainer.rl import agent_loop
+from seal.trainer.rl.agent_loop import (
+    agent_loop_config_path,
+    close_env_clients,
+    request_task,
+    rollout_settings,
+)
+from seal.trainer.rl.trajectory import REWARD_EXTRA_INFO, TRAJECTORY_KEYS, TrajectoryFields
 from seal.trainer.rollout_settings import RolloutSettings
-from seal.trainer.scripted_server import Ramble, ScriptedLLMServer
-from seal.trainer.trajectory import REWARD_EXTRA_INFO, TRAJECTORY_KEYS, TrajectoryFields
+from seal.trainer.sft.scripted_server import Ramble, ScriptedLLMServer
 from tests.support.rollout_helpers import (
     MODES_BY_AGENT,
     TASKS,
@@ -524,7 +529,7 @@ def test_the_packaged_loop_list_offers_both_dataset_agent_names():
     assert path.is_absolute() and path.is_file()
     entries = yaml.safe_load(path.read_text())
     assert {entry["name"]: entry["mode"] for entry in entries} == {TRAIN_AGENT: "train", EVAL_AGENT: "eval"}
-    assert {entry["_target_"] for entry in entries} == {"seal.trainer.agent_loop.SealAgentLoop"}
+    assert {entry["_target_"] for entry in entries} == {"seal.trainer.rl.agent_loop.SealAgentLoop"}
 
 
 def test_rollout_settings_defaults_follow_table_4_and_bad_values_are_refused(folder):

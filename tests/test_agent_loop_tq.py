@@ -21,9 +21,9 @@ from verl.utils import tensordict_utils as tu
 from verl.utils.dataset.rl_dataset import collate_fn
 
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.agent_loop import close_env_clients
-from seal.trainer.scripted_server import ScriptedLLMServer
-from seal.trainer.trajectory import TrajectoryFields
+from seal.trainer.rl.agent_loop import close_env_clients
+from seal.trainer.rl.trajectory import TrajectoryFields
+from seal.trainer.sft.scripted_server import ScriptedLLMServer
 from tests.support.rollout_helpers import (
     MODES_BY_AGENT,
     TASKS,

@@ -10,12 +10,12 @@ from types import ModuleType
 
 import pytest
 
-from seal.trainer.attention_setting import (
+from seal.trainer.experiment import compose_experiment
+from seal.trainer.launch.kernel import (
     AttentionError,
     choose_attention,
     configure_attention,
 )
-from seal.trainer.experiment import compose_experiment
 from seal.trainer.settings import settings_from_config
 
 ROOT = Path(__file__).resolve().parents[1]

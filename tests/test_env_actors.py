@@ -17,20 +17,20 @@ from transformers import AutoTokenizer
 from seal.bfcl.tasks import CATEGORIES
 from seal.dataset import TRAIN_AGENT
 from seal.env.client import EnvClient, EnvServiceError, EnvUnavailableError, open_episode
-from seal.protocol.ground_truth import ground_truth_actions
-from seal.tocf import REFERENCE_LABELS, FailureProfile
-from seal.tocf.labels import PASS
-from seal.trainer.agent_loop import close_env_clients, request_task
-from seal.trainer.env_actors import (
+from seal.env.ray_actors import (
     NAMESPACE,
     Placement,
     RayEnvClient,
     actor_name,
     agreed_omega,
 )
+from seal.protocol.ground_truth import ground_truth_actions
+from seal.tocf import REFERENCE_LABELS, FailureProfile
+from seal.tocf.labels import PASS
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
-from seal.trainer.scripted_server import ScriptedLLMServer
-from seal.trainer.trainer import SealPPOTrainer, _put_profile
+from seal.trainer.rl.agent_loop import close_env_clients, request_task
+from seal.trainer.rl.trainer import SealPPOTrainer, _put_profile
+from seal.trainer.sft.scripted_server import ScriptedLLMServer
 from tests.support import ray_session
 from tests.support.rollout_helpers import model_folder, row
 
@@ -190,7 +190,7 @@ async def test_the_agent_loop_plays_again_on_a_replacement_when_its_actor_dies(p
     from verl.protocol import DataProto
     from verl.utils.dataset.rl_dataset import collate_fn
 
-    from seal.trainer.trajectory import TRAJECTORY_KEYS, TrajectoryFields
+    from seal.trainer.rl.trajectory import TRAJECTORY_KEYS, TrajectoryFields
     from tests.support.rollout_helpers import trainer_config
 
     actions = ground_truth_actions(TASK)

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from env_service.process import free_port, running_service
 from seal.bfcl.calls import ToolCall
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import get_task
@@ -24,6 +23,7 @@ from seal.env.client import (
     InProcessEnvClient,
     open_episode,
 )
+from seal.env.process import free_port, running_service
 from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol import get_protocol
 from seal.protocol.ground_truth import ground_truth_actions

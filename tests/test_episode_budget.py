@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from seal.trainer.sft_data import episode_config
+from seal.trainer.sft.data import episode_config
 from tests.support.rollout_helpers import TASKS, model_folder
 from tests.support.script_module import load_script
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from env_service.process import free_port
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import CATEGORIES, category_of, get_task, split_ids
 from seal.env.episode import Episode
+from seal.env.process import free_port
 from seal.evaluation.budget import tokenizer_tools
 from seal.evaluation.command import add_eval_arguments, build_request, run_eval_command
 from seal.evaluation.endpoint import RetryPolicy

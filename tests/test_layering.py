@@ -91,12 +91,17 @@ def test_service_routes_call_seal_env_only():
     assert found == []
 
 
+RAY_ACTORS = ROOT / "seal" / "env" / "ray_actors.py"
+"""The environment on Ray: the one module below the trainer that imports ray (and nothing else heavy)."""
+
+
 @pytest.mark.parametrize("heavy", HEAVY)
 def test_nothing_below_the_trainer_imports_the_training_stack(heavy: str):
     trainer = ROOT / "seal" / "trainer"
     below = [path for path in modules_under("seal") if trainer not in path.parents]
     below += modules_under("env_service")
-    assert violations(below, lambda _, name: within(name, heavy)) == []
+    allowed = {RAY_ACTORS} if heavy == "ray" else set()
+    assert violations(below, lambda path, name: within(name, heavy) and path not in allowed) == []
 
 
 def import_graph(paths: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
@@ -151,8 +156,8 @@ def test_the_cycle_finder_sees_a_circle_through_a_lazy_import(tmp_path: Path):
 
 
 def test_the_trainer_package_has_no_import_cycle():
-    """The arrows run one way: launcher -> test_protocol -> experiment -> task_runner -> trainer ->
-    val_test (scoring), never back up (docs/design.md §2)."""
+    """The arrows run one way: launch -> experiment -> rl (task_runner -> trainer -> closed_loop), never
+    back up (docs/design.md §2)."""
     assert import_cycle(import_graph(modules_under("seal/trainer"))) == []
 
 

@@ -8,7 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from seal.trainer.experiment import compose_experiment
-from seal.trainer.override_keys import OverrideKeyError, check_override_keys
+from seal.trainer.launch.override_keys import OverrideKeyError, check_override_keys
 
 ROOT = Path(__file__).resolve().parents[1]
 

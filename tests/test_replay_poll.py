@@ -10,7 +10,7 @@ import time
 from verl.trainer.ppo.v1 import replay_buffer
 
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
-from seal.trainer.trainer import REPLAY_POLL_S, SealPPOTrainer
+from seal.trainer.rl.trainer import REPLAY_POLL_S, SealPPOTrainer
 
 
 def test_the_buffer_is_verls_and_waits_a_tenth_of_verls_poll_between_looks(monkeypatch):

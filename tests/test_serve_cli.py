@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from env_service.process import running_service
+from seal.env.process import running_service
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = {

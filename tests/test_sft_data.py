@@ -19,10 +19,9 @@ from verl.utils.dataset.rl_dataset import collate_fn
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.dataset import TRAIN_AGENT
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.agent_loop import close_env_clients
 from seal.trainer.experiment import compose_experiment
-from seal.trainer.scripted_server import ScriptedLLMServer
-from seal.trainer.sft_data import (
+from seal.trainer.rl.agent_loop import close_env_clients
+from seal.trainer.sft.data import (
     SFTDataError,
     SFTRow,
     episode_config,
@@ -30,6 +29,7 @@ from seal.trainer.sft_data import (
     train_rows,
     write_sft_parquet,
 )
+from seal.trainer.sft.scripted_server import ScriptedLLMServer
 from tests.support.rollout_helpers import model_folder, row
 from tests.support.script_module import load_script
 from tests.support.service_thread import service_in_thread
@@ -41,7 +41,7 @@ prepare_sft = load_script("prepare_sft")
 TRAIN = split_ids("train")
 TASKS = tuple(next(t for t in TRAIN if t.rsplit("_", 1)[0] == category) for category in CATEGORIES)
 SFT_DATA = {
-    "custom_cls": {"path": "pkg://seal.trainer.sft_dataset", "name": "PretokenizedSFTDataset"},
+    "custom_cls": {"path": "pkg://seal.trainer.sft.dataset", "name": "PretokenizedSFTDataset"},
     "pad_mode": "no_padding",
     "truncation": "error",
     "max_length": 32768,

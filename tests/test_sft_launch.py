@@ -18,9 +18,9 @@ from omegaconf import DictConfig
 
 import launcher
 from seal.bfcl.tasks import split_ids
-from seal.trainer import sft
 from seal.trainer.experiment import compose_experiment, to_yaml
-from seal.trainer.sft_data import sft_rows as real_sft_rows
+from seal.trainer.launch import sft
+from seal.trainer.sft.data import sft_rows as real_sft_rows
 from tests.support.rollout_helpers import model_folder
 from tests.test_launcher import plan_values
 
@@ -131,7 +131,7 @@ def test_verls_sft_entry_point_reads_the_recorded_config(folder, tmp_path):
     assert shown.returncode == 0, shown.stderr[-2000:]
     seen = yaml.safe_load(shown.stdout)
     assert seen["data"]["custom_cls"] == {
-        "path": "pkg://seal.trainer.sft_dataset",
+        "path": "pkg://seal.trainer.sft.dataset",
         "name": "PretokenizedSFTDataset",
     }
     assert seen["model"]["path"] == str(folder) and "hf_model" in seen["checkpoint"]["save_contents"]

@@ -1,4 +1,4 @@
-"""`seal.trainer.sft_logprobs`: the chunked log-probabilities equal verl's per-row fallback (values and
+"""`seal.trainer.sft.logprobs`: the chunked log-probabilities equal verl's per-row fallback (values and
 gradients, bf16 and fp32, across chunk borders), and importing the module swaps them into verl's FSDP engine
 only where verl has no cross-entropy kernel."""
 
@@ -11,7 +11,7 @@ import torch
 from verl.utils import torch_functional
 from verl.workers.engine.fsdp import transformer_impl
 
-from seal.trainer import sft_logprobs
+from seal.trainer.sft import logprobs as sft_logprobs
 
 
 @pytest.fixture

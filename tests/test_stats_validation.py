@@ -12,9 +12,9 @@ import pytest
 from PIL import Image
 
 from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
-from seal.trainer.closed_loop import ClosedLoop
+from seal.trainer.rl.closed_loop import ClosedLoop
+from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import SealSettings
-from seal.trainer.trajectory import TrajectoryFields
 from seal.trainer.val_test import REPORT_NAME
 from tests.support.doubles import trajectory_fields
 

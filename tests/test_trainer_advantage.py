@@ -19,9 +19,9 @@ from verl.trainer.ppo.v1 import PPOTrainerSync
 from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 
 from seal.tocf.apatch import static_weight
-from seal.trainer.env_failures import EnvServiceFailure
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
-from seal.trainer.trainer import SealPPOTrainer
+from seal.trainer.rl.env_failures import EnvServiceFailure
+from seal.trainer.rl.trainer import SealPPOTrainer
 from tests.support.doubles import trajectory_fields
 from tests.support.service_thread import served_interface, service_in_thread
 

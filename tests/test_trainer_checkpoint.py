@@ -15,11 +15,11 @@ import pytest
 from torchdata.stateful_dataloader import StatefulDataLoader
 from verl.trainer.ppo.checkpoint_callback import build_checkpoint_callback
 
-from seal.trainer.closed_loop import ClosedLoop
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
+from seal.trainer.rl.closed_loop import ClosedLoop
+from seal.trainer.rl.trainer import STATE_FILE, SealPPOTrainer, load_seal_state, save_seal_state
+from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import settings_from_config
-from seal.trainer.trainer import STATE_FILE, SealPPOTrainer, load_seal_state, save_seal_state
-from seal.trainer.trajectory import TrajectoryFields
 from tests.support.doubles import trajectory_fields
 from tests.support.service_thread import served_interface, service_in_thread
 

@@ -212,7 +212,7 @@ def test_apatch_settings_mirror_the_tocf_config_and_take_its_defaults():
 def test_the_task_runner_is_a_ray_actor_built_on_verls_v1_runner():
     from verl.trainer.main_ppo import TaskRunnerV1
 
-    from seal.trainer.task_runner import SealTaskRunner
+    from seal.trainer.rl.task_runner import SealTaskRunner
 
     assert issubclass(SealTaskRunner.__ray_actor_class__, TaskRunnerV1.__ray_actor_class__)
     assert callable(SealTaskRunner.remote)
@@ -221,7 +221,7 @@ def test_the_task_runner_is_a_ray_actor_built_on_verls_v1_runner():
 def test_the_trainer_s_prompt_loaders_leave_no_worker_process_behind(tmp_path):
     """verl's V1 trainer keeps its train iterator after fit() returns; worker processes of it would be
     SIGKILLed when Ray tears the trainer's actor down, and PyTorch would report that as a crash."""
-    from seal.trainer.trainer import SealPPOTrainer
+    from seal.trainer.rl.trainer import SealPPOTrainer
 
     files = {split: tmp_path / f"{split}.parquet" for split in ("train", "val")}
     for split, path in files.items():

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
-from seal.trainer.test_protocol import evaluate_test
+from seal.trainer.launch.holdout import evaluate_test
 from seal.trainer.val_test import (
     REPORT_NAME,
     TEST_FILE,
@@ -173,7 +173,7 @@ def test_a_run_without_a_validated_checkpoint_is_a_clear_error(run):
 
 def trainer_validating(task_ids: list[str]):
     """A SealPPOTrainer (no model) whose validation set holds `task_ids`, as verl's RLHFDataset does."""
-    from seal.trainer.trainer import SealPPOTrainer
+    from seal.trainer.rl.trainer import SealPPOTrainer
 
     trainer = object.__new__(SealPPOTrainer)
     trainer.global_steps = 10

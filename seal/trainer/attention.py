@@ -5,7 +5,7 @@ so a GPU node needs no flash-attn build to train on packed sequences. Importing 
 implementation with transformers' `AttentionInterface` and its mask interface under `NAME`; verl's
 `HFModelConfig` imports `actor_rollout_ref.model.external_lib` in every worker before it loads the model,
 so `external_lib=seal.trainer.attention` with `override_config.attn_implementation=torch_varlen` selects it
-(`seal.trainer.attention_setting` writes those keys). It serves:
+(`seal.trainer.launch.kernel` writes those keys). It serves:
 
 - packed input, `(1, T)` ids with `position_ids` restarting at 0 for each sequence (verl's
   `use_remove_padding=true`), or transformers' `cu_seq_lens_q` keyword arguments;
@@ -31,7 +31,7 @@ from torch.nn.attention.varlen import varlen_attn
 from transformers import AttentionInterface
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 
-from seal.trainer.attention_setting import TORCH_VARLEN
+from seal.trainer.launch.kernel import TORCH_VARLEN
 
 NAME = TORCH_VARLEN
 """The implementation's name for `attn_implementation`: no "flash", "sdpa" or "/" in it, so transformers

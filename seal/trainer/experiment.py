@@ -21,8 +21,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from seal.bfcl.tasks import SPLITS
 from seal.dataset import DATA_DIR, parquet_bytes
-from seal.trainer.agent_loop import agent_loop_config_path
-from seal.trainer.attention_setting import AttentionError, configure_attention
+from seal.trainer.launch.kernel import AttentionError, configure_attention
+from seal.trainer.rl.agent_loop import agent_loop_config_path
 from seal.trainer.settings import SealSettings, settings_from_config
 from seal.trainer.sft_settings import is_sft
 
@@ -123,7 +123,7 @@ def train(config: DictConfig) -> None:
     from verl.trainer.main_ppo import run_ppo
     from verl.utils.device import auto_set_device
 
-    from seal.trainer.task_runner import SealTaskRunner
+    from seal.trainer.rl.task_runner import SealTaskRunner
 
     auto_set_device(config)
     ensure_data(config)

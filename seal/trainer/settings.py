@@ -19,7 +19,7 @@ from seal.env.interface import PRESETS
 from seal.env.store import StoreSettings
 from seal.tocf.apatch import APatchConfig
 from seal.tocf.labels import DEFAULT_PRIORITY, PAPER_TAXONOMY, TAXONOMIES, validate_priority
-from seal.trainer.attention_setting import ATTENTION_CHOICES, AUTO
+from seal.trainer.launch.kernel import ATTENTION_CHOICES, AUTO
 from seal.trainer.rollout_settings import RolloutSettings
 
 APATCH_MODES = ("off", "static", "dynamic")
@@ -107,7 +107,7 @@ class SealSettings:
     """Attention kernel of the actor and reference model: auto | flash_attention_2 | torch_varlen | sdpa.
     auto: flash-attention 2 where flash-attn imports, else torch's own varlen kernels (torch 2.10+), else
     padded sdpa. The launcher resolves it and sets the model's attn_implementation, use_remove_padding,
-    use_fused_kernels and external_lib (seal/trainer/attention_setting.py)."""
+    use_fused_kernels and external_lib (seal/trainer/launch/kernel.py)."""
 
     def __post_init__(self) -> None:
         if self.taxonomy not in TAXONOMIES:

@@ -18,7 +18,7 @@ SCHEMA_NAME = "schema"
 
 @dataclass
 class SFTSettings:
-    """Which episodes the behaviour-cloning data replays (seal.trainer.sft_data)."""
+    """Which episodes the behaviour-cloning data replays (seal.trainer.sft.data)."""
 
     episodes: str = "exp/SEAL.yaml"
     """The RL experiment whose train episodes are replayed with the ground truth: its protocol, interface Ω

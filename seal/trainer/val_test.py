@@ -6,7 +6,7 @@ those files and the checkpoint folders: the best checkpoint is the saved step wi
 (the mean of the four per-category pass rates; the earliest step wins a tie). A task the trainer asked
 to validate and got no row for (a failed rollout, which verl drops) is written into the dump as a
 `missing` row with score 0, so it counts as a failure and is named, never dropped from the denominator.
-`seal.trainer.test_protocol` runs the test passes on top of this module.
+`seal.trainer.launch.holdout` runs the test passes on top of this module.
 """
 
 from __future__ import annotations

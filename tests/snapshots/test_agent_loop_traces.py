@@ -20,9 +20,9 @@ from seal.bfcl.tasks import get_task
 from seal.dataset import EVAL_AGENT, TRAIN_AGENT
 from seal.protocol import get_protocol
 from seal.protocol.ground_truth import END_OF_TURN, ground_truth_actions
-from seal.trainer.agent_loop import close_env_clients
-from seal.trainer.scripted_server import Ramble, ScriptedLLMServer
-from seal.trainer.trajectory import TRAJECTORY_KEYS, TrajectoryFields
+from seal.trainer.rl.agent_loop import close_env_clients
+from seal.trainer.rl.trajectory import TRAJECTORY_KEYS, TrajectoryFields
+from seal.trainer.sft.scripted_server import Ramble, ScriptedLLMServer
 from tests.snapshots.snapshot import check, digest
 from tests.support.rollout_helpers import MODES_BY_AGENT, TASKS, model_folder, row, trainer_config
 

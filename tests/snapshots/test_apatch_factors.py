@@ -10,9 +10,9 @@ import pytest
 
 from seal.bfcl.tasks import CATEGORIES
 from seal.tocf.labels import CHECKER_ERROR, PAPER_LABELS
-from seal.trainer.closed_loop import ClosedLoop
+from seal.trainer.rl.closed_loop import ClosedLoop
+from seal.trainer.rl.trainer import save_seal_state
 from seal.trainer.settings import settings_from_config
-from seal.trainer.trainer import save_seal_state
 from tests.snapshots.snapshot import check, digest
 from tests.support.doubles import trajectory_fields
 

@@ -1,5 +1,5 @@
 """Doubles for CPU tests and the benchmarks: a model folder verl can load without weights, and
-trajectory facts with neutral defaults. (The scripted LLM server is `seal.trainer.scripted_server`.)
+trajectory facts with neutral defaults. (The scripted LLM server is `seal.trainer.sft.scripted_server`.)
 
 Nothing here downloads anything: the tokenizer is trained in-process on the texts it will see.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from seal.bfcl.tasks import category_of
-from seal.trainer.trajectory import TrajectoryFields
+from seal.trainer.rl.trajectory import TrajectoryFields
 from tests.support.chatml import chatml_tokenizer
 
 

@@ -19,8 +19,8 @@ from omegaconf import DictConfig
 from ray.exceptions import RayTaskError
 
 import launcher
-from env_service.process import is_healthy
-from seal.trainer.env_failures import EnvServiceFailure
+from seal.env.process import is_healthy
+from seal.trainer.rl.env_failures import EnvServiceFailure
 
 SIGNALS = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM}
 MODES = ("return", "raise", "env_failure", *SIGNALS)

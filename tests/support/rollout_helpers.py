@@ -17,7 +17,7 @@ from seal.dataset import EVAL_AGENT, TRAIN_AGENT
 from seal.env.client import InProcessEnvClient, open_episode
 from seal.env.episode import Episode
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.agent_loop import agent_loop_config_path
+from seal.trainer.rl.agent_loop import agent_loop_config_path
 from seal.trainer.rollout_settings import RolloutSettings
 from tests.support.doubles import build_chatml_model_folder
 

@@ -19,8 +19,8 @@ from typing import Any
 from seal.tocf.apatch import APatchState, apply_apatch
 from seal.tocf.labels import EXCLUDED
 from seal.tocf.profile import FailureProfile
+from seal.trainer.rl.trajectory import CUTS, TrajectoryFields
 from seal.trainer.settings import SealSettings
-from seal.trainer.trajectory import CUTS, TrajectoryFields
 
 STATE_VERSION = 1
 PREFIX = "seal"

@@ -21,8 +21,8 @@ from omegaconf.errors import OmegaConfBaseException
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.trainer.experiment import PROJECT_ROOT, ExperimentError
-from seal.trainer.plan import attention_kernel
-from seal.trainer.sft_data import (
+from seal.trainer.launch.plan import attention_kernel
+from seal.trainer.sft.data import (
     SFT_SPLIT,
     episode_config,
     sft_rows,
@@ -30,7 +30,7 @@ from seal.trainer.sft_data import (
 )
 from seal.trainer.sft_settings import SFTSettings, sft_settings
 
-DATASET_PATH = "pkg://seal.trainer.sft_dataset"
+DATASET_PATH = "pkg://seal.trainer.sft.dataset"
 SOURCE_SUFFIX = ".source.json"
 """Beside the data file: what it was built from (model, episodes, overrides); another source rebuilds it."""
 HF_FOLDER = "huggingface"
@@ -109,7 +109,7 @@ def ensure_sft_data(config: DictConfig, settings: SFTSettings) -> bool:
 
 
 def sft_plan_rows(config: DictConfig, settings: SFTSettings) -> list[tuple[str, str, str]]:
-    """(what, value, config keys) of an SFT run, for `seal.trainer.plan.format_plan`."""
+    """(what, value, config keys) of an SFT run, for `seal.trainer.launch.plan.format_plan`."""
     data, trainer, model = config.data, config.trainer, config.model
     episodes = episodes_of(config, settings)
     seal = episodes.seal

@@ -5,7 +5,7 @@ builder, environment observations and length limits as the RL experiment it is b
 scripted server that "samples" the ground-truth action log (`seal.protocol.ground_truth`), each message
 followed by the end-of-turn token. The row keeps the loop's own tokens: `input_ids` = prompt + response,
 `loss_mask` = 0 on the prompt, then the loop's `response_mask` (1 on the assistant's tokens only).
-`seal.trainer.sft_dataset` hands these rows to verl's SFT trainer unchanged.
+`seal.trainer.sft.dataset` hands these rows to verl's SFT trainer unchanged.
 
 Only train-split rows of `seal.dataset` are ever played, and `write_sft_parquet` refuses any other task.
 """
@@ -30,11 +30,11 @@ from seal.dataset import rows as dataset_rows
 from seal.env.client import InProcessEnvClient
 from seal.env.store import EpisodeStore
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.agent_loop import CHATML_END, SealAgentLoop, uses_chatml
 from seal.trainer.experiment import compose_experiment
-from seal.trainer.scripted_server import ScriptedLLMServer
+from seal.trainer.rl.agent_loop import CHATML_END, SealAgentLoop, uses_chatml
+from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import SealSettings, settings_from_config
-from seal.trainer.trajectory import TrajectoryFields
+from seal.trainer.sft.scripted_server import ScriptedLLMServer
 
 SFT_SPLIT = "train"
 EPISODE_OVERRIDES = ("seal.rollout.env_backend=inprocess", "seal.interface.adapt=false")

@@ -13,7 +13,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from seal.bfcl.tasks import split_ids
-from seal.trainer.attention_setting import FLASH_ATTENTION, choose_attention
+from seal.trainer.launch.kernel import FLASH_ATTENTION, choose_attention
 from seal.trainer.settings import SealSettings
 
 PLAN_WIDTH = 100

@@ -1,6 +1,6 @@
 """A scripted `LLMServerClient`: verl's token-in, token-out server interface answered from given replies,
 with no model and no latency. The CPU tests and the agent-loop benchmark play trajectories with it, and
-the behaviour-cloning data (`seal.trainer.sft_data`) plays each task's ground truth through it.
+the behaviour-cloning data (`seal.trainer.sft.data`) plays each task's ground truth through it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from verl.workers.rollout.replica import TokenOutput
 
-from seal.trainer.agent_loop import CHATML_END, request_task
+from seal.trainer.rl.agent_loop import CHATML_END, request_task
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ Reply = str | Ramble
 
 class ScriptedLLMServer:
     """Stands in for verl's `LLMServerClient`: the script of a trajectory is chosen by the task and
-    mode in its request id (`seal.trainer.agent_loop.trajectory_request_id`), then each call gives the
+    mode in its request id (`seal.trainer.rl.agent_loop.trajectory_request_id`), then each call gives the
     next reply of the script, the last one repeated once the script runs out. A `str` reply is one
     whole assistant message (its tokens plus the end-of-turn token, ChatML's `<|im_end|>` unless
     `end_token` names another); every call is cut at its `max_tokens`, as vLLM does. Each sampled token

@@ -46,9 +46,9 @@ from seal.env.client import (
 )
 from seal.env.context_limits import ContextLimits, clip_messages, tokenizer_codec
 from seal.env.episode import MODES
-from seal.trainer.env_actors import RayEnvClient
+from seal.env.ray_actors import RayEnvClient
+from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.rollout_settings import RolloutSettings
-from seal.trainer.trajectory import TrajectoryFields
 
 LOG = logging.getLogger(__name__)
 CHATML_END = "<|im_end|>"

@@ -24,7 +24,7 @@ class SealTaskRunner(TaskRunnerV1.__ray_actor_class__):
     def run(self, config: DictConfig) -> None:
         import transfer_queue as tq
 
-        from seal.trainer.trainer import SealPPOTrainer
+        from seal.trainer.rl.trainer import SealPPOTrainer
 
         configure_verl_logging()
         mode = config.trainer.v1.trainer_mode

@@ -1,11 +1,11 @@
-"""verl's SFT trainer reads pre-tokenised rows (`seal.trainer.sft_data`) through its `data.custom_cls` hook.
+"""verl's SFT trainer reads pre-tokenised rows (`seal.trainer.sft.data`) through its `data.custom_cls` hook.
 
 verl 0.9.1's own `MultiTurnSFTDataset` re-renders chat messages one by one, which is not token for token
 what `SealAgentLoop` builds (the newline after each `<|im_end|>`, the tool prompt, clipped observations).
 This class hands over the rollout's tokens unchanged: `input_ids`, `loss_mask` (1 on assistant tokens),
 and positions 0..n-1, in the `no_padding` layout that verl's training engine takes.
 
-    data.custom_cls.path=pkg://seal.trainer.sft_dataset data.custom_cls.name=PretokenizedSFTDataset
+    data.custom_cls.path=pkg://seal.trainer.sft.dataset data.custom_cls.name=PretokenizedSFTDataset
 """
 
 from __future__ import annotations

@@ -31,12 +31,12 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.workers.utils.padding import response_to_nested
 
 from seal.env.client import EnvServiceError, HttpEnvClient
-from seal.trainer.closed_loop import ClosedLoop
-from seal.trainer.env_actors import RayEnvClient, start_env_actors
-from seal.trainer.env_failures import check_env_error_share
+from seal.env.ray_actors import RayEnvClient, start_env_actors
 from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
+from seal.trainer.rl.closed_loop import ClosedLoop
+from seal.trainer.rl.env_failures import check_env_error_share
+from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import episode_capacity, settings_from_config
-from seal.trainer.trajectory import TrajectoryFields
 from seal.trainer.val_test import MISSING, missing_rows, score_rows, split_of
 
 logger = logging.getLogger(__name__)
