@@ -120,11 +120,11 @@ def check_conf(conf: Path) -> None:
 
 
 def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
+    from seal.reports.pass_rate import TEST_FILE
     from seal.trainer.launch.plan import format_plan, plan_rows
     from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
     from seal.trainer.preflight import PreflightError, check_data, data_files
     from seal.trainer.sft_settings import is_sft
-    from seal.trainer.val_test import TEST_FILE
 
     config = compose(args.conf, args.overrides)
     if is_sft(config):

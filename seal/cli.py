@@ -20,7 +20,7 @@ def _fail(message: str) -> int:
 
 def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict], int]:
     from seal.env.replay import ActionLogError, read_action_logs, replay
-    from seal.reports import episode_record
+    from seal.reports.tables import episode_record
 
     try:
         logs = read_action_logs(args.input)
@@ -53,7 +53,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from seal.reports import markdown_table, plot_label_shares, summarize
+    from seal.reports.tables import markdown_table, plot_label_shares, summarize
 
     target = args.out / "episodes.jsonl"
     if target.exists() and not args.force:

@@ -9,9 +9,8 @@ import pytest
 from matplotlib.colors import to_rgb
 
 from seal.bfcl.tasks import CATEGORIES
-from seal.reports import LABEL_COLOURS, label_order, label_shares_figure
-from seal.trainer.val_test import SplitScore
-from tests.support.script_module import load_script
+from seal.reports.pass_rate import SplitScore
+from seal.reports.tables import LABEL_COLOURS, label_order, label_shares_figure
 
 SUMMARY = {
     "by_category": {
@@ -59,7 +58,9 @@ def test_every_label_has_its_own_colour_and_former_lookalikes_differ_in_hue():
 
 @pytest.fixture(scope="module")
 def stats():
-    return load_script("stats_validation_bfcl")
+    from seal.reports import runs
+
+    return runs
 
 
 def score(step: int, rates: tuple[float, ...]) -> SplitScore:

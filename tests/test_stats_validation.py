@@ -12,10 +12,10 @@ import pytest
 from PIL import Image
 
 from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
+from seal.reports.pass_rate import REPORT_NAME
 from seal.trainer.rl.closed_loop import ClosedLoop
 from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import SealSettings
-from seal.trainer.val_test import REPORT_NAME
 from tests.support.doubles import trajectory_fields
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "stats_validation_bfcl.py"

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tests.support.script_module import load_script
-
-step_table = load_script("step_table")
+from seal.reports import steps as step_table
 
 
 def write_run(run: Path, launches: list[dict[int, dict[str, float]]]) -> Path:

@@ -14,9 +14,7 @@ from datasets import Dataset
 from omegaconf import DictConfig
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
-from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
-from seal.trainer.launch.holdout import evaluate_test
-from seal.trainer.val_test import (
+from seal.reports.pass_rate import (
     REPORT_NAME,
     TEST_FILE,
     checkpoint_steps,
@@ -26,6 +24,8 @@ from seal.trainer.val_test import (
     split_of,
     validation_history,
 )
+from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
+from seal.trainer.launch.holdout import evaluate_test
 
 VAL = {  # step -> passes per category out of 25 (val: 25 tasks per category)
     0: (2, 1, 1, 0),

@@ -30,7 +30,7 @@ from seal.evaluation.official import rescore
 from seal.evaluation.runner import Progress, run_episodes
 from seal.evaluation.store import OutputError, RunFolder
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
-from seal.reports import markdown_table, summarize
+from seal.reports.tables import markdown_table, summarize
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
 
 SPLIT_CHOICES = ("test", "val", "train", "all")

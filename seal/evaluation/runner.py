@@ -19,7 +19,7 @@ from seal.env.episode import Episode
 from seal.evaluation.budget import BudgetedChat, ContextBudget
 from seal.evaluation.endpoint import ChatEndpoint, EndpointError
 from seal.evaluation.store import RunFolder
-from seal.reports import episode_record
+from seal.reports.tables import episode_record
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The test half of the paper's protocol: select on val, then test the best-val and the last checkpoint.
 
 `evaluate_test` sits above the trainer (the launcher calls it after training): it chooses the checkpoints
-from the val dumps alone (`seal.trainer.val_test.select_checkpoints`), runs verl's `val_only` pass on the
+from the val dumps alone (`seal.reports.pass_rate.select_checkpoints`), runs verl's `val_only` pass on the
 300 test tasks for each (`resume_mode=resume_path`) through `train`, each into its own folder under
 `<run>/test/`, which selection never reads: test numbers cannot influence the choice.
 """
@@ -16,8 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from seal.trainer.experiment import train
-from seal.trainer.val_test import (
+from seal.reports.pass_rate import (
     CHECKPOINT_PREFIX,
     REPORT_NAME,
     TEST_FILE,
@@ -26,6 +25,7 @@ from seal.trainer.val_test import (
     select_checkpoints,
     test_config,
 )
+from seal.trainer.experiment import train
 
 
 def evaluate_test(

@@ -32,12 +32,12 @@ from verl.workers.utils.padding import response_to_nested
 
 from seal.env.client import EnvServiceError, HttpEnvClient
 from seal.env.ray_actors import RayEnvClient, start_env_actors
+from seal.reports.pass_rate import MISSING, missing_rows, score_rows, split_of
 from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
 from seal.trainer.rl.closed_loop import ClosedLoop
 from seal.trainer.rl.env_failures import check_env_error_share
 from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import episode_capacity, settings_from_config
-from seal.trainer.val_test import MISSING, missing_rows, score_rows, split_of
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,297 @@
+r"""Per-category pass rates of a training run, step by step, and how its failure profile evolved.
+
+    python scripts/stats_validation_bfcl.py --run experiments/SEAL [--out experiments/SEAL/stats]
+    python scripts/stats_validation_bfcl.py --run experiments/SEAL --sft experiments/sft_eval
+
+Reads the run folder the trainer and the launcher write (experiments/<name>/):
+  validation/{step}.jsonl        verl's validation dump (100 val tasks), one row per task: score, category
+  test/global_step_N/{N}.jsonl   the test split (300 tasks) of a checkpoint (`launcher.py --test`)
+  test_report.json               which checkpoints were tested: best on val, and last
+  seal_steps.jsonl               per training step, C_t (counts of every label since the start)
+Prints val pass rates per category for every step and test for the best-val and the last checkpoint, with
+their mean as the paper's "Avg" (in %), and writes into --out: pass_rates.csv, val_curves.png (one curve
+per category and Avg), label_shares.csv and label_shares.png (the share of each label among the training
+batch's ground-truth turns at every step, from the step-to-step growth of C_t's running total).
+
+--sft FOLDER [FOLDER ...] adds models evaluated on their own beside the run (an SFT model, the base model
+before it): each FOLDER is the run folder of a validation-only launch, its last `validation/{step}.jsonl`
+dump scored per split (train, val, test: the rows' `split`), shown with the folder's name as checkpoint.
+One pass can hold several splits (README, "SFT warm start"):
+    python launcher.py --conf exp/smoke_gpu.yaml -- actor_rollout_ref.model.path=SFT_MODEL_DIR \
+        trainer.val_only=true trainer.experiment_name=sft_eval data.val_max_samples=-1 \
+        'data.val_files=[data/bfcl_val.parquet,data/bfcl_test.parquet]'
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from seal.bfcl.tasks import CATEGORIES, SPLITS
+from seal.reports.pass_rate import (
+    REPORT_NAME,
+    SplitScore,
+    read_dump,
+    score_rows,
+    split_of,
+    validation_history,
+)
+from seal.reports.tables import SHORT_NAMES, colour_of, label_order, legend_as_stacked
+from seal.tocf.labels import EXCLUDED
+
+STEPS_FILE = "seal_steps.jsonl"
+TEST_MARKERS = ("s", "D")
+"""Markers of the best-val and the last checkpoint's test pass rates in val_curves.png."""
+CHECKPOINT_NAMES = {"best": "best-val checkpoint", "last": "last checkpoint"}
+COLUMNS = ["split", "step", "checkpoint", *(SHORT_NAMES[c] for c in CATEGORIES), "Avg", "n"]
+
+
+class RunError(ValueError):
+    """The folder is not a readable run; the message is one line."""
+
+
+def val_scores(run: Path) -> list[SplitScore]:
+    history = validation_history(run / "validation")
+    if not history:
+        raise RunError(f"{run / 'validation'} holds no {{step}}.jsonl validation dump")
+    return [history[step] for step in sorted(history)]
+
+
+def test_scores(run: Path) -> list[tuple[str, SplitScore]]:
+    """("best", score) and ("last", score) from the tested checkpoints; empty before `--test` ran."""
+    report_path = run / REPORT_NAME
+    if not report_path.is_file():
+        return []
+    selection = json.loads(report_path.read_text(encoding="utf-8"))["selection"]
+    rows = []
+    for which in ("best", "last"):
+        step = selection[f"{which}_step"]
+        rows.append((which, read_dump(run / "test" / f"global_step_{step}" / f"{step}.jsonl")))
+    return rows
+
+
+def model_scores(folder: Path) -> list[tuple[str, SplitScore]]:
+    """(split, score) per split of the last validation dump in `folder/validation` that the dump holds rows
+    of (each row's `split`, else its task id's), in the order train, val, test."""
+    dumps = sorted(
+        (p for p in (folder / "validation").glob("*.jsonl") if p.stem.isdigit()), key=lambda p: int(p.stem)
+    )
+    if not dumps:
+        raise RunError(f"--sft: {folder / 'validation'} holds no {{step}}.jsonl validation dump")
+    with dumps[-1].open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    scores = []
+    for split in SPLITS:
+        kept = [
+            row
+            for row in rows
+            if (row.get("split") or split_of(row.get("task_id") or row.get("gts"))) == split
+        ]
+        if kept:
+            scores.append((split, score_rows(kept, int(dumps[-1].stem))))
+    if not scores:
+        raise RunError(f"--sft: {dumps[-1]} holds no BFCL task of a split")
+    return scores
+
+
+def best_val_step(scores: Sequence[SplitScore]) -> SplitScore:
+    """The highest val Avg, earliest on a tie (the launcher's selection also requires a checkpoint)."""
+    return max(scores, key=lambda score: (score.mean, -score.step))
+
+
+def table_rows(
+    val: Sequence[SplitScore],
+    test: Sequence[tuple[str, SplitScore]],
+    beside: Sequence[tuple[str, str, SplitScore]] = (),
+) -> list[dict[str, Any]]:
+    """The run's val rows per step, its tested checkpoints, then (name, split, score) of models beside it."""
+    rows = [_row("val", score, "") for score in val]
+    rows += [_row("test", score, which) for which, score in test]
+    return rows + [_row(split, score, name) for name, split, score in beside]
+
+
+def _row(split: str, score: SplitScore, checkpoint: str) -> dict[str, Any]:
+    rates = {SHORT_NAMES[c]: round(100 * score.by_category.get(c, float("nan")), 2) for c in CATEGORIES}
+    return {
+        "split": split,
+        "step": score.step,
+        "checkpoint": checkpoint,
+        **rates,
+        "Avg": round(100 * score.mean, 2),
+        "n": score.n,
+    }
+
+
+def format_table(rows: Sequence[dict[str, Any]]) -> str:
+    cells = [COLUMNS, *([_cell(row[c]) for c in COLUMNS] for row in rows)]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)) for line in cells)
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def label_shares(run: Path) -> dict[int, dict[str, float]]:
+    """Per training step, each label's share of the batch's ground-truth turns (judge failures left out).
+
+    `seal_steps.jsonl` holds C_t after every step; a resumed run appends the steps it re-ran, and the
+    last record of a step wins. A step's batch is the growth of C_t's running total since the step before.
+    """
+    path = run / STEPS_FILE
+    if not path.is_file():
+        return {}
+    totals: dict[int, dict[str, int]] = {}
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                record = json.loads(line)
+                totals[int(record["step"])] = record["profile"]["total"]["labels"]
+    shares: dict[int, dict[str, float]] = {}
+    before: dict[str, int] = {}
+    for step in sorted(totals):
+        grown = {
+            label: count - before.get(label, 0)
+            for label, count in totals[step].items()
+            if label not in EXCLUDED and count > before.get(label, 0)
+        }
+        size = sum(grown.values())
+        shares[step] = {label: n / size for label, n in sorted(grown.items())} if size else {}
+        before = totals[step]
+    return shares
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def val_curves_figure(
+    val: Sequence[SplitScore], test: Sequence[tuple[str, SplitScore]], best: SplitScore, title: str
+) -> Any:
+    """Val pass rate per category and Avg at every validation step; the tested checkpoints' test pass
+    rates as markers at their steps (hollow: per category, filled: Avg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    steps = [score.step for score in val]
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    colours = {}
+    for category in CATEGORIES:
+        rates = [100 * score.by_category.get(category, float("nan")) for score in val]
+        (line,) = ax.plot(steps, rates, marker="o", markersize=3, label=f"val {SHORT_NAMES[category]}")
+        colours[category] = line.get_color()
+    ax.plot(steps, [100 * score.mean for score in val], color="black", linewidth=2.2, label="val Avg")
+    ax.axvline(best.step, color="grey", linestyle=":", label=f"best val (step {best.step})")
+    for (which, score), marker in zip(test, TEST_MARKERS, strict=False):
+        for category, rate in score.by_category.items():
+            ax.plot(score.step, 100 * rate, marker, mfc="none", mec=colours.get(category, "grey"), ms=8)
+        label = f"test Avg, {CHECKPOINT_NAMES[which]} (step {score.step})"
+        ax.plot(score.step, 100 * score.mean, marker, color="black", ms=8, label=label)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("training step")
+    ax.set_ylabel("pass rate (%)")
+    ax.set_title(title)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def label_shares_figure(shares: dict[int, dict[str, float]], title: str) -> Any:
+    """Each training step's label shares, stacked in `label_order` (the legend lists them top first)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    steps = sorted(shares)
+    labels = label_order(label for s in steps for label in shares[s])
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    ax.stackplot(
+        steps,
+        [[shares[s].get(label, 0.0) for s in steps] for label in labels],
+        labels=labels,
+        colors=[colour_of(label) for label in labels],
+        step="mid",
+    )
+    ax.set_xlim(steps[0] - 0.5, steps[-1] + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("training step")
+    ax.set_ylabel("share of the batch's ground-truth turns")
+    ax.set_title(title)
+    legend_as_stacked(ax)
+    fig.tight_layout()
+    return fig
+
+
+def save(fig: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def report(run: Path, out: Path, beside: Sequence[Path] = ()) -> list[dict[str, Any]]:
+    """Print the tables, write the CSVs and charts; return the pass-rate rows."""
+    val = val_scores(run)
+    test = test_scores(run)
+    others = [(folder.name, split, score) for folder in beside for split, score in model_scores(folder)]
+    rows = table_rows(val, test, others)
+    best = best_val_step(val)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"{run}: pass rates (%) per category; Avg is their mean, as in the paper")
+    print(format_table(rows))
+    print(f"best val: step {best.step} (Avg {100 * best.mean:.2f})")
+    write_csv(out / "pass_rates.csv", COLUMNS, rows)
+    save(val_curves_figure(val, test, best, f"{run.name}: pass rate per category"), out / "val_curves.png")
+    shares = label_shares(run)
+    if shares:
+        labels = sorted({label for step in shares.values() for label in step})
+        share_rows = [
+            {"step": s, **{label: round(shares[s].get(label, 0.0), 4) for label in labels}} for s in shares
+        ]
+        write_csv(out / "label_shares.csv", ["step", *labels], share_rows)
+        title = f"{run.name}: labels of the training batches"
+        save(label_shares_figure(shares, title), out / "label_shares.png")
+    else:
+        print(f"no {STEPS_FILE} in {run}: no label-share chart (the run has not trained a step yet)")
+    print(f"wrote {out}")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--run", type=Path, required=True, help="the run folder, e.g. experiments/SEAL")
+    parser.add_argument("--out", type=Path, default=None, help="where to write (default: RUN/stats)")
+    parser.add_argument(
+        "--sft",
+        type=Path,
+        nargs="+",
+        default=[],
+        help="run folders of validation-only launches (an SFT model, the base model), shown beside the run",
+    )
+    args = parser.parse_args(argv)
+    try:
+        report(args.run, args.out or args.run / "stats", args.sft)
+    except (ValueError, KeyError, OSError) as exc:
+        print(f"stats_validation_bfcl: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

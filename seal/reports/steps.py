@@ -1,0 +1,133 @@
+"""Per-step table of a training run: where each step's time went and what SEAL did in it.
+
+    python scripts/step_table.py experiments/smoke_gpu [experiments/smoke_gpu_vanilla]
+
+Reads verl's metrics of every launch of the run (`RUN/metrics/*.jsonl`, written by verl's `file` logger; the
+launcher gives each launch its own file) and prints, per training step, verl's phase timings, SEAL's own
+timings, the tokens, throughput and actor MFU, the environment and generation seconds of the trajectories,
+what says whether the run learns (the reward mean, the share of GRPO groups with mixed rewards: only those
+carry an advantage), the A-Patch factor's min / mean / max, Ω's version, the label shares and ρ per label.
+With two runs it also prints their reward and mixed-group share side by side, step by step, and compares
+their median step times over the steps after the first (the first holds compilation and warm-up), phase by
+phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import orjson
+import pandas as pd
+
+COLUMNS = {
+    "step s": "timing_s/step",
+    "gen": "timing_s/gen",
+    "old_log_prob": "timing_s/old_log_prob",
+    "ref": "timing_s/ref",
+    "adv": "timing_s/adv",
+    "update_actor": "timing_s/update_actor",
+    "update_weights": "timing_s/update_weights",
+    "seal_apatch": "timing_s/seal_apatch",
+    "seal_evolve": "timing_s/seal_evolve",
+    "tokens": "perf/total_num_tokens",
+    "tokens/s/GPU": "perf/throughput",
+    "MFU": "perf/mfu/actor",
+    "env s/traj": "seal/env_seconds/mean",
+    "gen s/traj": "seal/gen_seconds/mean",
+    "reward": "seal/reward/mean",
+    "mixed groups": "seal/groups/mixed_share",
+    "truncated": "seal/truncated_share",
+    "apatch min": "seal/apatch/scale_min",
+    "apatch mean": "seal/apatch/scale_mean",
+    "apatch max": "seal/apatch/scale_max",
+    "Ω version": "seal/interface/version",
+}
+LEARNING = ["reward", "mixed groups"]
+LABEL_PREFIX = "seal/label_share/"
+RHO_PREFIX = "seal/rho/"
+TIMINGS = [name for name, key in COLUMNS.items() if key.startswith("timing_s/")]
+
+
+def read_steps(run: Path) -> pd.DataFrame:
+    """One row per training step (a resumed launch's record of a step replaces the earlier one)."""
+    files = sorted((run / "metrics").glob("*.jsonl"))
+    if not files:
+        raise FileNotFoundError(f"{run}/metrics/*.jsonl: no metrics (is 'file' in trainer.logger?)")
+    rows: dict[int, dict[str, float]] = {}
+    for path in files:
+        for line in path.read_bytes().splitlines():
+            record = orjson.loads(line)
+            data = record["data"]
+            if "timing_s/step" in data:
+                rows[int(record["step"])] = data
+    return pd.DataFrame.from_dict(rows, orient="index").sort_index()
+
+
+def step_table(steps: pd.DataFrame) -> pd.DataFrame:
+    table = pd.DataFrame(index=steps.index)
+    for name, key in COLUMNS.items():
+        table[name] = steps[key] if key in steps else float("nan")
+    shares = per_label(steps, LABEL_PREFIX)
+    if shares is not None:
+        table["labels"] = [
+            " ".join(f"{k}={v:.2f}" for k, v in row.items() if v > 0) for _, row in shares.iterrows()
+        ]
+    rho = per_label(steps, RHO_PREFIX)
+    if rho is not None:
+        table["ρ"] = [" ".join(f"{k}={v:.3f}" for k, v in row.dropna().items()) for _, row in rho.iterrows()]
+    table.index.name = "step"
+    return table
+
+
+def per_label(steps: pd.DataFrame, prefix: str) -> pd.DataFrame | None:
+    """The `prefix<label>` metrics, one column per label (named by the label); None when there are none."""
+    columns = sorted(c for c in steps.columns if c.startswith(prefix))
+    if not columns:
+        return None
+    return steps[columns].rename(columns=lambda c: c[len(prefix) :])
+
+
+def side_by_side(a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> pd.DataFrame:
+    """Reward and mixed-group share of two runs, step by step (NaN where a run lacks the step)."""
+    return pd.concat({names[0]: a[LEARNING], names[1]: b[LEARNING]}, axis=1)
+
+
+def compare(a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> pd.DataFrame:
+    """Median of each phase over the steps after the first, for both runs, and their ratio."""
+    medians = pd.DataFrame({names[0]: a[TIMINGS].iloc[1:].median(), names[1]: b[TIMINGS].iloc[1:].median()})
+    medians[f"{names[0]} / {names[1]}"] = medians[names[0]] / medians[names[1]]
+    medians[f"{names[0]} - {names[1]} (s)"] = medians[names[0]] - medians[names[1]]
+    return medians
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders (experiments/<name>); two compare")
+    args = parser.parse_args(argv)
+    if len(args.runs) > 2:
+        parser.error("give one run, or two to compare")
+    tables = []
+    pd.set_option("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 120)
+    for run in args.runs:
+        try:
+            table = step_table(read_steps(run))
+        except FileNotFoundError as error:
+            print(f"step_table: {error}", file=sys.stderr)
+            return 1
+        print(f"\n{run}\n{table.to_string(float_format=lambda x: f'{x:.3f}')}")
+        tables.append(table)
+    if len(tables) == 2:
+        names = (args.runs[0].name, args.runs[1].name)
+        learning = side_by_side(*tables, names).to_string(float_format="{:.3f}".format)
+        print(f"\nreward and mixed-group share, step by step\n{learning}")
+        medians = compare(*tables, names).to_string(float_format="{:.3f}".format)
+        print(f"\nmedian seconds over steps 2+\n{medians}")
+        share = tables[0]["seal_apatch"].iloc[1:].median() / tables[0]["step s"].iloc[1:].median()
+        print(f"\nSEAL's own work (seal_apatch) in {names[0]}: {100 * share:.2f}% of a step")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
