@@ -120,7 +120,7 @@ def check_conf(conf: Path) -> None:
 
 
 def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
-    from seal.reports.pass_rate import TEST_FILE
+    from seal.trainer.launch.holdout import TEST_FILE
     from seal.trainer.launch.plan import format_plan, plan_rows
     from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
     from seal.trainer.preflight import PreflightError, check_data, data_files

@@ -1,4 +1,5 @@
-"""The `seal` command: serve the environment, evaluate an endpoint, replay or diagnose logs, build data."""
+"""The `seal` command: serve the environment, evaluate an endpoint, replay or diagnose logs, build data,
+report on training runs."""
 
 from __future__ import annotations
 
@@ -47,8 +48,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if args.out.exists() and not args.force:
             return _fail(f"{args.out} exists; pass --force to overwrite it")
         args.out.write_text(lines)
-    passed = sum(record["reward"] >= 1.0 for record in records)
-    print(f"{passed}/{len(records)} episodes pass", file=sys.stderr)
+    from seal.reports.pass_rate import passed
+
+    count = sum(passed(record["reward"]) for record in records)
+    print(f"{count}/{len(records)} episodes pass", file=sys.stderr)
     return 0
 
 
@@ -122,6 +125,7 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from env_service.app import ServiceSettings
     from seal.evaluation.command import add_eval_arguments
+    from seal.reports.command import make_parser as report_parser
 
     parser = argparse.ArgumentParser(prog="seal", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -154,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="write nothing: check that each file exists and equals a fresh build of its split",
     )
     data.set_defaults(handler=cmd_data)
+
+    report_parser(commands)
     return parser
 
 

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
-from seal.reports.pass_rate import REPORT_NAME
+from seal.reports.runs import REPORT_NAME
 from seal.trainer.rl.closed_loop import ClosedLoop
 from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import SealSettings
@@ -196,3 +196,43 @@ def test_a_model_folder_without_a_dump_is_one_line_and_exit_1(run, tmp_path):
     done = stats("--run", str(run), "--out", str(tmp_path / "stats"), "--sft", str(tmp_path / "nothing"))
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1 and "--sft" in done.stderr
+
+
+def seal_report(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "seal.cli", "report", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_seal_report_is_the_same_view_as_the_script(result, run, tmp_path):
+    """`seal report RUN --out DIR` prints and writes what `stats_validation_bfcl.py --run RUN` does."""
+    script, script_out = result
+    done = seal_report(str(run), "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.replace(str(tmp_path), "OUT") == script.stdout.replace(str(script_out), "OUT")
+    for name in ("pass_rates.csv", "label_shares.csv"):
+        assert (tmp_path / name).read_text() == (script_out / name).read_text()
+
+
+def test_seal_report_of_two_runs_writes_each_into_its_own_folder(run, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "validation").symlink_to(run / "validation")
+    done = seal_report(str(run), str(other), "--out", str(tmp_path / "both"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "both" / run.name / "pass_rates.csv").is_file()
+    assert (tmp_path / "both" / "other" / "val_curves.png").is_file()
+    assert done.stdout.count("best val: step 10 (Avg 25.00)") == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        (["nothing"], 1, "seal report: "),
+        (["a", "b", "c"], 2, "give one run, or two to compare"),
+        (["a", "--steps", "--out", "x"], 2, "--out and --sft belong to the pass-rate report"),
+    ],
+)
+def test_seal_report_refuses_in_one_line(args, status, message, tmp_path):
+    done = seal_report(*[str(tmp_path / a) if a[0] != "-" and a != "x" else a for a in args])
+    assert done.returncode == status and message in done.stderr
+    assert done.stderr.strip().splitlines()[-1].count(message) == 1

@@ -111,3 +111,16 @@ def test_two_runs_show_their_reward_and_mixed_share_side_by_side(tmp_path, capsy
     assert both.loc[2, ("vanilla", "reward")] == 0.75 and pd.isna(both.loc[2, ("seal", "reward")])
     assert step_table.main([str(seal), str(vanilla)]) == 0
     assert "reward and mixed-group share, step by step" in capsys.readouterr().out
+
+
+def test_seal_report_steps_prints_what_the_script_prints(tmp_path, capsys):
+    from seal.cli import main
+
+    seal = write_run(tmp_path / "seal", [{1: step(90, 30, 0.1), 2: step(40, 10, 0.2), 3: step(50, 12, 0.4)}])
+    vanilla = write_run(tmp_path / "vanilla", [{1: step(80, 30, 0.1), 2: step(45, 10, 0.1)}])
+    assert step_table.main([str(seal), str(vanilla)]) == 0
+    script = capsys.readouterr().out
+    assert main(["report", str(seal), str(vanilla), "--steps"]) == 0
+    assert capsys.readouterr().out == script
+    assert main(["report", str(tmp_path / "nothing"), "--steps"]) == 1
+    assert capsys.readouterr().err.startswith("seal report: ")

@@ -14,18 +14,10 @@ from datasets import Dataset
 from omegaconf import DictConfig
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
-from seal.reports.pass_rate import (
-    REPORT_NAME,
-    TEST_FILE,
-    checkpoint_steps,
-    read_dump,
-    score_rows,
-    select_checkpoints,
-    split_of,
-    validation_history,
-)
+from seal.reports.pass_rate import score_rows
+from seal.reports.runs import REPORT_NAME, read_dump, split_of, validation_history
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
-from seal.trainer.launch.holdout import evaluate_test
+from seal.trainer.launch.holdout import TEST_FILE, checkpoint_steps, evaluate_test, select_checkpoints
 
 VAL = {  # step -> passes per category out of 25 (val: 25 tasks per category)
     0: (2, 1, 1, 0),

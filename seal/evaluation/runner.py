@@ -15,10 +15,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from seal.bfcl.tasks import category_of
 from seal.env.episode import Episode
 from seal.evaluation.budget import BudgetedChat, ContextBudget
 from seal.evaluation.endpoint import ChatEndpoint, EndpointError
 from seal.evaluation.store import RunFolder
+from seal.reports.pass_rate import pass_rates
 from seal.reports.tables import episode_record
 
 
@@ -83,7 +85,8 @@ async def play(
 
 @dataclass
 class Progress:
-    """The bar over the whole selection, with the running pass rate of every finished episode."""
+    """The bar over the whole selection, with the running pass rate of the finished episodes (the paper's
+    Avg over the categories seen so far)."""
 
     total: int
     finished: list[dict[str, Any]] = field(default_factory=list)
@@ -102,8 +105,7 @@ class Progress:
     def _show(self) -> None:
         if self.finished:
             scored = [row for row in self.finished if "error" not in row]
-            passed = sum(row["reward"] >= 1.0 for row in scored)
-            rate = passed / len(scored) if scored else 0.0
+            rate = pass_rates((category_of(row["task_id"]), row["reward"]) for row in scored).mean
             failed = len(self.finished) - len(scored)
             truncated = sum(bool(row.get("truncated")) for row in scored)
             self.bar.set_postfix_str(f"pass {rate:.1%}, truncated {truncated}, endpoint errors {failed}")

@@ -1,37 +1,61 @@
-"""Scoring of the paper's val/test protocol: pass rates of a validation pass, and the checkpoint choice.
+"""The paper's pass rate, computed in one place: per category the share of episodes whose reward is 1.0, and
+"Avg", the unweighted mean of the categories' rates (docs/paper_results.md). `seal eval` and `seal diagnose`
+summaries, the trainer's per-step and validation metrics, the checkpoint choice and `seal report` all call
+`pass_rates`.
 
-During training verl validates on `data.val_files` (the 100 val tasks) before training and every
-`trainer.test_freq` steps and dumps `{validation_data_dir}/{step}.jsonl`. `select_checkpoints` reads only
-those files and the checkpoint folders: the best checkpoint is the saved step with the highest val mean
-(the mean of the four per-category pass rates; the earliest step wins a tie). A task the trainer asked
-to validate and got no row for (a failed rollout, which verl drops) is written into the dump as a
-`missing` row with score 0, so it counts as a failure and is named, never dropped from the denominator.
-`seal.trainer.launch.holdout` runs the test passes on top of this module.
+A validation pass is scored from verl's dump rows (`score_rows`): a task the trainer asked to validate and got
+no row for (a failed rollout, which verl drops) is written into the dump as a `missing` row with score 0, so
+it counts as a failure and is named, never dropped from the denominator.
 """
 
 from __future__ import annotations
 
-import copy
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
-from seal.bfcl.tasks import CATEGORIES, SPLITS, category_of, split_ids
-from seal.dataset import DATA_DIR
+from seal.bfcl.tasks import CATEGORIES, category_of
 
 logger = logging.getLogger(__name__)
 
-CHECKPOINT_PREFIX = "global_step_"
-TEST_FILE = DATA_DIR / "bfcl_test.parquet"
-REPORT_NAME = "test_report.json"
 MISSING = "missing"
 """Dump field: true on the row written for a task that was to be validated but came back without a row."""
+
+
+def passed(reward: float) -> bool:
+    """An episode passes when BFCL's checker does: reward 1.0."""
+    return reward >= 1.0
+
+
+@dataclass(frozen=True)
+class PassRates:
+    """Per category (BFCL's order, then any other): its episodes and the share that passed; `mean` is their
+    unweighted mean, the paper's "Avg" (0.0 with no episode)."""
+
+    by_category: dict[str, float]
+    counts: dict[str, int]
+    mean: float
+
+    @property
+    def n(self) -> int:
+        return sum(self.counts.values())
+
+
+def pass_rates(outcomes: Iterable[tuple[str, float]]) -> PassRates:
+    """The pass rates of (category, reward) pairs."""
+    passes: dict[str, list[bool]] = {}
+    for category, reward in outcomes:
+        passes.setdefault(category, []).append(passed(reward))
+    ordered = sorted(passes, key=category_order)
+    by_category = {c: sum(passes[c]) / len(passes[c]) for c in ordered}
+    mean = sum(by_category.values()) / len(by_category) if by_category else 0.0
+    return PassRates(by_category, {c: len(passes[c]) for c in ordered}, mean)
+
+
+def category_order(category: str) -> tuple[int, str]:
+    """BFCL's category order; a category it does not name comes after, alphabetically."""
+    return (CATEGORIES.index(category) if category in CATEGORIES else len(CATEGORIES), category)
 
 
 @dataclass(frozen=True)
@@ -46,15 +70,6 @@ class SplitScore:
     """Tasks without a validation row, counted as failed (in `n` and in their category's rate)."""
 
 
-@dataclass(frozen=True)
-class Selection:
-    """Which checkpoints to report, and the val means they were chosen from (step -> mean)."""
-
-    best_step: int
-    last_step: int
-    val_mean: dict[int, float]
-
-
 def missing_rows(expected: Iterable[str], present: Iterable[object]) -> list[dict[str, Any]]:
     """A `missing` row with score 0 for each `expected` task id that has no row among `present` ids."""
     seen = set(present)
@@ -66,13 +81,13 @@ def missing_rows(expected: Iterable[str], present: Iterable[object]) -> list[dic
 
 
 def score_rows(rows: Iterable[Mapping[str, Any]], step: int) -> SplitScore:
-    """Pass rate per category (reward 1.0 is a pass) and their unweighted mean, over verl dump rows.
+    """Pass rate per category and their mean over verl dump rows.
 
     A row's task id is its `task_id` field, else verl's `gts` (the dataset's ground truth is the task id);
     its category is its `category` field, else the task id's prefix. `missing` rows count as failures and
     are named in the score and in a warning.
     """
-    outcomes: dict[str, list[float]] = {}
+    outcomes: list[tuple[str, float]] = []
     missing: list[str] = []
     for row in rows:
         task_id = row.get("task_id") or row.get("gts")
@@ -82,7 +97,7 @@ def score_rows(rows: Iterable[Mapping[str, Any]], step: int) -> SplitScore:
             raise ValueError(
                 f"step {step}: a dump row without task id/category or numeric score: {row!r:.200}"
             )
-        outcomes.setdefault(category, []).append(1.0 if score >= 1.0 else 0.0)
+        outcomes.append((category, score))
         if row.get(MISSING):
             missing.append(str(task_id))
     if not outcomes:
@@ -94,90 +109,5 @@ def score_rows(rows: Iterable[Mapping[str, Any]], step: int) -> SplitScore:
             len(missing),
             ", ".join(missing),
         )
-    by_category = {
-        c: sum(v) / len(v) for c, v in sorted(outcomes.items(), key=lambda kv: _category_order(kv[0]))
-    }
-    return SplitScore(
-        step,
-        sum(map(len, outcomes.values())),
-        by_category,
-        sum(by_category.values()) / len(by_category),
-        missing,
-    )
-
-
-@cache
-def _split_by_task() -> dict[str, str]:
-    return {task_id: split for split in SPLITS for task_id in split_ids(split)}
-
-
-def split_of(task_id: object) -> str:
-    """`train`, `val` or `test` for a task id of the split; "" for anything else."""
-    return _split_by_task().get(task_id, "") if isinstance(task_id, str) else ""
-
-
-def read_dump(path: Path) -> SplitScore:
-    """Score one `{step}.jsonl` dump written by verl's `_validate`."""
-    step = int(path.stem)
-    with path.open(encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
-    return score_rows(rows, step)
-
-
-def validation_history(validation_dir: Path) -> dict[int, SplitScore]:
-    """Every step's val score in `validation_dir` ({step}.jsonl files), by step."""
-    dumps = sorted(
-        Path(validation_dir).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1
-    )
-    return {score.step: score for score in (read_dump(p) for p in dumps if p.stem.isdigit())}
-
-
-def checkpoint_steps(checkpoint_dir: Path) -> list[int]:
-    """Steps that have a `global_step_N` folder in verl's checkpoint layout, ascending."""
-    steps = []
-    for folder in Path(checkpoint_dir).glob(f"{CHECKPOINT_PREFIX}*"):
-        suffix = folder.name.removeprefix(CHECKPOINT_PREFIX)
-        if folder.is_dir() and suffix.isdigit():
-            steps.append(int(suffix))
-    return sorted(steps)
-
-
-def select_checkpoints(validation_dir: Path, checkpoint_dir: Path) -> Selection:
-    """Best saved checkpoint by val mean (earliest on a tie) and the last saved one. Reads val only."""
-    history = validation_history(validation_dir)
-    saved = checkpoint_steps(checkpoint_dir)
-    if not saved:
-        raise ValueError(f"no {CHECKPOINT_PREFIX}N folder in {checkpoint_dir}")
-    candidates = [step for step in saved if step in history]
-    if not candidates:
-        raise ValueError(
-            f"no saved checkpoint has a val result in {validation_dir} (set trainer.save_freq to a multiple "
-            "of trainer.test_freq)"
-        )
-    best = max(candidates, key=lambda step: (history[step].mean, -step))
-    return Selection(best, saved[-1], {step: history[step].mean for step in candidates})
-
-
-def test_config(
-    config: DictConfig, checkpoint: Path, out_dir: Path, test_files: Path = TEST_FILE
-) -> DictConfig:
-    """The config of verl's val_only pass of `checkpoint` on the test split, dumping into `out_dir`.
-
-    Ω is left alone (test episodes run in eval mode and a training run may still use the service) and
-    only the console logger is used, so the training run's curves are not mixed with test numbers.
-    """
-    test = copy.deepcopy(config)
-    test.data.val_files = [str(test_files)]
-    trainer = test.trainer
-    trainer.val_only = True
-    trainer.val_before_train = True
-    trainer.resume_mode = "resume_path"
-    trainer.resume_from_path = str(checkpoint)
-    trainer.validation_data_dir = str(out_dir)
-    trainer.logger = ["console"]
-    test.seal.interface.adapt = False
-    return test
-
-
-def _category_order(category: str) -> tuple[int, str]:
-    return (CATEGORIES.index(category) if category in CATEGORIES else len(CATEGORIES), category)
+    rates = pass_rates(outcomes)
+    return SplitScore(step, rates.n, rates.by_category, rates.mean, missing)

@@ -29,22 +29,21 @@ import csv
 import json
 import sys
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from seal.bfcl.tasks import CATEGORIES, SPLITS
-from seal.reports.pass_rate import (
-    REPORT_NAME,
-    SplitScore,
-    read_dump,
-    score_rows,
-    split_of,
-    validation_history,
-)
+from seal.bfcl.tasks import CATEGORIES, SPLITS, split_ids
+from seal.reports.pass_rate import SplitScore, score_rows
 from seal.reports.tables import SHORT_NAMES, colour_of, label_order, legend_as_stacked
 from seal.tocf.labels import EXCLUDED
 
 STEPS_FILE = "seal_steps.jsonl"
+"""In the run folder: the trainer's line per step (C_t, ρ and Ω after it)."""
+REPORT_NAME = "test_report.json"
+"""In the run folder: which checkpoints were tested, and their test scores (`launcher.py --test`)."""
+CHECKPOINT_PREFIX = "global_step_"
+"""verl's checkpoint folders, and the test dumps' folders under `<run>/test/`."""
 TEST_MARKERS = ("s", "D")
 """Markers of the best-val and the last checkpoint's test pass rates in val_curves.png."""
 CHECKPOINT_NAMES = {"best": "best-val checkpoint", "last": "last checkpoint"}
@@ -53,6 +52,32 @@ COLUMNS = ["split", "step", "checkpoint", *(SHORT_NAMES[c] for c in CATEGORIES),
 
 class RunError(ValueError):
     """The folder is not a readable run; the message is one line."""
+
+
+@cache
+def _split_by_task() -> dict[str, str]:
+    return {task_id: split for split in SPLITS for task_id in split_ids(split)}
+
+
+def split_of(task_id: object) -> str:
+    """`train`, `val` or `test` for a task id of the split; "" for anything else."""
+    return _split_by_task().get(task_id, "") if isinstance(task_id, str) else ""
+
+
+def read_dump(path: Path) -> SplitScore:
+    """Score one `{step}.jsonl` dump written by verl's `_validate`."""
+    step = int(path.stem)
+    with path.open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    return score_rows(rows, step)
+
+
+def validation_history(validation_dir: Path) -> dict[int, SplitScore]:
+    """Every step's val score in `validation_dir` ({step}.jsonl files), by step."""
+    dumps = sorted(
+        Path(validation_dir).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1
+    )
+    return {score.step: score for score in (read_dump(p) for p in dumps if p.stem.isdigit())}
 
 
 def val_scores(run: Path) -> list[SplitScore]:
@@ -71,7 +96,7 @@ def test_scores(run: Path) -> list[tuple[str, SplitScore]]:
     rows = []
     for which in ("best", "last"):
         step = selection[f"{which}_step"]
-        rows.append((which, read_dump(run / "test" / f"global_step_{step}" / f"{step}.jsonl")))
+        rows.append((which, read_dump(run / "test" / f"{CHECKPOINT_PREFIX}{step}" / f"{step}.jsonl")))
     return rows
 
 

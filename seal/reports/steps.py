@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
@@ -102,30 +103,37 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> pd.Data
     return medians
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="run folders (experiments/<name>); two compare")
-    args = parser.parse_args(argv)
-    if len(args.runs) > 2:
-        parser.error("give one run, or two to compare")
+def print_steps(runs: Sequence[Path]) -> None:
+    """Each run's step table; with two runs, their learning numbers side by side and their median phase
+    times compared. FileNotFoundError when a run has no metrics."""
     tables = []
     pd.set_option("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 120)
-    for run in args.runs:
-        try:
-            table = step_table(read_steps(run))
-        except FileNotFoundError as error:
-            print(f"step_table: {error}", file=sys.stderr)
-            return 1
+    for run in runs:
+        table = step_table(read_steps(run))
         print(f"\n{run}\n{table.to_string(float_format=lambda x: f'{x:.3f}')}")
         tables.append(table)
     if len(tables) == 2:
-        names = (args.runs[0].name, args.runs[1].name)
+        names = (runs[0].name, runs[1].name)
         learning = side_by_side(*tables, names).to_string(float_format="{:.3f}".format)
         print(f"\nreward and mixed-group share, step by step\n{learning}")
         medians = compare(*tables, names).to_string(float_format="{:.3f}".format)
         print(f"\nmedian seconds over steps 2+\n{medians}")
         share = tables[0]["seal_apatch"].iloc[1:].median() / tables[0]["step s"].iloc[1:].median()
         print(f"\nSEAL's own work (seal_apatch) in {names[0]}: {100 * share:.2f}% of a step")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`scripts/step_table.py RUN [RUN2]`, the alias of `seal report --steps`."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders (experiments/<name>); two compare")
+    args = parser.parse_args(argv)
+    if len(args.runs) > 2:
+        parser.error("give one run, or two to compare")
+    try:
+        print_steps(args.runs)
+    except FileNotFoundError as error:
+        print(f"step_table: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

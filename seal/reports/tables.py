@@ -7,7 +7,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seal.bfcl.tasks import CATEGORIES, category_of
+from seal.bfcl.tasks import category_of
+from seal.reports.pass_rate import pass_rates
 
 if TYPE_CHECKING:
     from seal.env.episode import EpisodeResult
@@ -68,29 +69,25 @@ def summarize(episodes: Sequence[dict[str, Any]], split: str | None = None) -> d
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for episode in episodes:
         grouped[category_of(episode["task_id"])].append(episode)
+    rates = pass_rates((category, row["reward"]) for category, rows in grouped.items() for row in rows)
     by_category = {}
-    for category in sorted(grouped, key=_category_order):
+    for category, rate in rates.by_category.items():
         rows = grouped[category]
         labels = Counter(label for row in rows for label in row.get("labels", []))
         turns = sum(labels.values())
         by_category[category] = {
             "n": len(rows),
-            "pass_rate": sum(row["reward"] >= 1.0 for row in rows) / len(rows),
+            "pass_rate": rate,
             "truncated": sum(bool(row.get("truncated")) for row in rows),
             "labels": {label: count / turns for label, count in sorted(labels.items())} if turns else {},
         }
-    rates = [entry["pass_rate"] for entry in by_category.values()]
     return {
         "split": split,
         "n": len(episodes),
-        "pass_rate": sum(rates) / len(rates) if rates else 0.0,
+        "pass_rate": rates.mean,
         "truncated": sum(entry["truncated"] for entry in by_category.values()),
         "by_category": by_category,
     }
-
-
-def _category_order(category: str) -> int:
-    return CATEGORIES.index(category) if category in CATEGORIES else len(CATEGORIES)
 
 
 def _all_labels(summary: dict[str, Any]) -> list[str]:

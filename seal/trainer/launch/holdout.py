@@ -1,31 +1,38 @@
 """The test half of the paper's protocol: select on val, then test the best-val and the last checkpoint.
 
 `evaluate_test` sits above the trainer (the launcher calls it after training): it chooses the checkpoints
-from the val dumps alone (`seal.reports.pass_rate.select_checkpoints`), runs verl's `val_only` pass on the
+from the val dumps alone (`select_checkpoints`: the saved step with the highest val mean, the earliest on a
+tie; it reads only those files and the checkpoint folders), runs verl's `val_only` pass on the
 300 test tasks for each (`resume_mode=resume_path`) through `train`, each into its own folder under
 `<run>/test/`, which selection never reads: test numbers cannot influence the choice.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
-from seal.reports.pass_rate import (
-    CHECKPOINT_PREFIX,
-    REPORT_NAME,
-    TEST_FILE,
-    SplitScore,
-    read_dump,
-    select_checkpoints,
-    test_config,
-)
+from seal.dataset import DATA_DIR
+from seal.reports.pass_rate import SplitScore
+from seal.reports.runs import CHECKPOINT_PREFIX, REPORT_NAME, read_dump, validation_history
 from seal.trainer.experiment import train
+
+TEST_FILE = DATA_DIR / "bfcl_test.parquet"
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which checkpoints to report, and the val means they were chosen from (step -> mean)."""
+
+    best_step: int
+    last_step: int
+    val_mean: dict[int, float]
 
 
 def evaluate_test(
@@ -61,3 +68,50 @@ def evaluate_test(
     }
     (run_dir / REPORT_NAME).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return report
+
+
+def checkpoint_steps(checkpoint_dir: Path) -> list[int]:
+    """Steps that have a `global_step_N` folder in verl's checkpoint layout, ascending."""
+    steps = []
+    for folder in Path(checkpoint_dir).glob(f"{CHECKPOINT_PREFIX}*"):
+        suffix = folder.name.removeprefix(CHECKPOINT_PREFIX)
+        if folder.is_dir() and suffix.isdigit():
+            steps.append(int(suffix))
+    return sorted(steps)
+
+
+def select_checkpoints(validation_dir: Path, checkpoint_dir: Path) -> Selection:
+    """Best saved checkpoint by val mean (earliest on a tie) and the last saved one. Reads val only."""
+    history = validation_history(validation_dir)
+    saved = checkpoint_steps(checkpoint_dir)
+    if not saved:
+        raise ValueError(f"no {CHECKPOINT_PREFIX}N folder in {checkpoint_dir}")
+    candidates = [step for step in saved if step in history]
+    if not candidates:
+        raise ValueError(
+            f"no saved checkpoint has a val result in {validation_dir} (set trainer.save_freq to a multiple "
+            "of trainer.test_freq)"
+        )
+    best = max(candidates, key=lambda step: (history[step].mean, -step))
+    return Selection(best, saved[-1], {step: history[step].mean for step in candidates})
+
+
+def test_config(
+    config: DictConfig, checkpoint: Path, out_dir: Path, test_files: Path = TEST_FILE
+) -> DictConfig:
+    """The config of verl's val_only pass of `checkpoint` on the test split, dumping into `out_dir`.
+
+    Ω is left alone (test episodes run in eval mode and a training run may still use the service) and
+    only the console logger is used, so the training run's curves are not mixed with test numbers.
+    """
+    test = copy.deepcopy(config)
+    test.data.val_files = [str(test_files)]
+    trainer = test.trainer
+    trainer.val_only = True
+    trainer.val_before_train = True
+    trainer.resume_mode = "resume_path"
+    trainer.resume_from_path = str(checkpoint)
+    trainer.validation_data_dir = str(out_dir)
+    trainer.logger = ["console"]
+    test.seal.interface.adapt = False
+    return test

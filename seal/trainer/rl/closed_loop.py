@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seal.reports.pass_rate import pass_rates
 from seal.tocf.apatch import APatchState, apply_apatch
 from seal.tocf.labels import EXCLUDED
 from seal.tocf.profile import FailureProfile
@@ -153,14 +154,11 @@ def _batch_metrics(trajectories: Sequence[TrajectoryFields]) -> dict[str, float]
         metrics[f"{PREFIX}/label_share/{label}"] = (
             n / weighable if label not in EXCLUDED and weighable else 0.0
         )
-    by_category: dict[str, list[float]] = {}
-    for t in trajectories:
-        by_category.setdefault(t.category, []).append(1.0 if t.reward >= 1.0 else 0.0)
-    for category, passes in sorted(by_category.items()):
-        metrics[f"{PREFIX}/pass_rate/{category}"] = sum(passes) / len(passes)
-    if by_category:
-        rates = [sum(p) / len(p) for p in by_category.values()]
-        metrics[f"{PREFIX}/pass_rate/mean"] = sum(rates) / len(rates)
+    rates = pass_rates((t.category, t.reward) for t in trajectories)
+    for category, rate in rates.by_category.items():
+        metrics[f"{PREFIX}/pass_rate/{category}"] = rate
+    if rates.by_category:
+        metrics[f"{PREFIX}/pass_rate/mean"] = rates.mean
     n = len(trajectories)
     if n:
         metrics[f"{PREFIX}/env_error_count"] = float(n - len(healthy))

@@ -32,7 +32,8 @@ from verl.workers.utils.padding import response_to_nested
 
 from seal.env.client import EnvServiceError, HttpEnvClient
 from seal.env.ray_actors import RayEnvClient, start_env_actors
-from seal.reports.pass_rate import MISSING, missing_rows, score_rows, split_of
+from seal.reports.pass_rate import MISSING, missing_rows, score_rows
+from seal.reports.runs import STEPS_FILE, split_of
 from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
 from seal.trainer.rl.closed_loop import ClosedLoop
 from seal.trainer.rl.env_failures import check_env_error_share
@@ -42,7 +43,6 @@ from seal.trainer.settings import episode_capacity, settings_from_config
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "seal_state.json"
-STEPS_FILE = "seal_steps.jsonl"
 REPLAY_POLL_S = 0.1  # how often the trainer asks TransferQueue whether the step's episodes are all in
 
 

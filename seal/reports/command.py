@@ -1,0 +1,78 @@
+"""`seal report`: what a training run did, read from its folder (experiments/<name>/).
+
+    seal report experiments/SEAL                        # val and test pass rates per category, Avg, charts
+    seal report experiments/SEAL --sft experiments/sft_eval   # with validation-only launches beside it
+    seal report experiments/SEAL experiments/vanilla --steps  # per step: timings, reward, A-Patch, ρ, Ω
+
+Without --steps: per run, the val pass rate of every validated step and the test pass rate of the tested
+checkpoints (Avg is their mean, as in the paper), written with curves and label shares into --out
+(`seal.reports.runs`; `scripts/stats_validation_bfcl.py --run RUN` is the same view). With --steps: verl's
+and SEAL's numbers per training step from the metrics files, two runs side by side (`seal.reports.steps`;
+`scripts/step_table.py` is the same view). Exit status: 0 done, 1 a run folder cannot be read, 2 bad
+arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+PROG = "seal report"
+
+
+def make_parser(subparsers: Any = None) -> argparse.ArgumentParser:
+    """The parser of `seal report`, standalone or as a sub-command of `seal` (`subparsers`)."""
+    options: dict[str, Any] = {
+        "description": __doc__,
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
+    if subparsers is None:
+        parser = argparse.ArgumentParser(prog=PROG, **options)
+    else:
+        parser = subparsers.add_parser(
+            "report", help="pass rates and per-step numbers of training runs", **options
+        )
+    parser.add_argument(
+        "runs", nargs="+", type=Path, metavar="RUN", help="run folder(s), e.g. experiments/SEAL; at most two"
+    )
+    parser.add_argument("--steps", action="store_true", help="the per-step table instead of the pass rates")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="where the pass-rate CSVs and charts go (default: RUN/stats; two runs: OUT/<name>)",
+    )
+    parser.add_argument(
+        "--sft",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="FOLDER",
+        help="run folders of validation-only launches (an SFT model, the base model), shown beside each run",
+    )
+    parser.set_defaults(handler=main, parser=parser)
+    return parser
+
+
+def main(args: argparse.Namespace) -> int:
+    """Print (and, for pass rates, write) the report of `args.runs`."""
+    if len(args.runs) > 2:
+        args.parser.error("give one run, or two to compare")
+    if args.steps and (args.out is not None or args.sft):
+        args.parser.error("--out and --sft belong to the pass-rate report, not to --steps")
+    try:
+        if args.steps:
+            from seal.reports.steps import print_steps
+
+            print_steps(args.runs)
+        else:
+            from seal.reports.runs import report
+
+            for run in args.runs:
+                out = run / "stats" if args.out is None else args.out
+                report(run, out / run.name if len(args.runs) == 2 and args.out else out, args.sft)
+    except (ValueError, KeyError, OSError) as exc:
+        print(f"seal report: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    return 0
