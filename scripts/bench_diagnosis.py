@@ -23,7 +23,7 @@ from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import get_task, split_ids
 from seal.env.episode import Episode
 from seal.protocol.ground_truth import actions_for_calls
-from seal.tocf.apatch import APatchConfig, APatchState, apply_apatch
+from seal.tocf.apatch import APatchConfig, APatchState, apatch_factors
 from seal.tocf.diagnosis import diagnose
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
 from seal.tocf.profile import FailureProfile
@@ -89,7 +89,7 @@ def main() -> None:
         profile.observe_batch(labels, rewards, categories)
         state = APatchState.initial(cfg)
         state.update(profile, cfg)
-        apply_apatch(advantages, labels, state.rho, cfg, step=1)
+        apatch_factors(advantages, labels, state.rho, cfg, step=1)
         end = time.perf_counter()
         timings["diagnosis (re-execution + labels)"].append(middle - start)
         timings["profile + rho + A-Patch"].append(end - middle)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from seal.tocf.apatch import APatchConfig, APatchState, apply_apatch, dynamic_update, static_weight
+from seal.tocf.apatch import APatchConfig, APatchState, apatch_factors, dynamic_update, static_weight
 from seal.tocf.labels import DEFAULT_RHO, EXCLUDED
 from seal.tocf.profile import FailureProfile
 
@@ -135,6 +135,12 @@ BATCH_LABELS = [
     ["instance_mismatch"],
 ]
 BATCH_ADV = [1.0, -1.0, 0.5, 0.0]
+
+
+def apply_apatch(advantages, labels, rho, cfg, step):
+    """The advantages as the trainer leaves them: each multiplied by its factor."""
+    factors, metrics = apatch_factors(advantages, labels, rho, cfg, step)
+    return [a * f for a, f in zip(advantages, factors, strict=True)], metrics
 
 
 def test_apply_all_by_hand() -> None:

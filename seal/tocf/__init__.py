@@ -3,7 +3,7 @@
 Stdlib only; the one project import is the verifier's `TurnCheck` record from `seal.bfcl.checks`.
 """
 
-from seal.tocf.apatch import APatchConfig, APatchState, apply_apatch, dynamic_update, static_weight
+from seal.tocf.apatch import APatchConfig, APatchState, apatch_factors, dynamic_update, static_weight
 from seal.tocf.diagnosis import Label, diagnose, trajectory_profile
 from seal.tocf.evidence import CallEvidence, TurnCheck, TurnEvidence
 from seal.tocf.labels import (
@@ -30,7 +30,7 @@ __all__ = [
     "Label",
     "TurnCheck",
     "TurnEvidence",
-    "apply_apatch",
+    "apatch_factors",
     "diagnose",
     "dynamic_update",
     "static_weight",

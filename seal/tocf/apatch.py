@@ -164,18 +164,19 @@ def _factor(advantage: float, weight: float, apply_to: str) -> float:
     return weight
 
 
-def apply_apatch(
+def apatch_factors(
     advantages: Sequence[float],
     labels_per_traj: Sequence[Sequence[str] | None],
     rho: Mapping[str, float],
     cfg: APatchConfig,
     step: int,
 ) -> tuple[list[float], dict[str, float]]:
-    """Scale each trajectory's advantage by its A-Patch weight; return the advantages and metrics.
+    """Each trajectory's A-Patch factor and the step's metrics; the caller multiplies the advantages by the
+    factors (as verl's trainer applies what its advantage estimators return).
 
-    A trajectory with None or no labels keeps weight 1 (counted in missing_label_count). mean_scale and
-    scaled_count describe the factors actually applied, after apply_to. Weights are positive, so no
-    advantage changes sign.
+    Only the sign of an advantage matters (`apply_to`). A trajectory with None or no labels gets factor 1
+    (counted in missing_label_count); before `warmup_steps` every factor is 1. mean_scale and scaled_count
+    describe the factors after apply_to. Factors are positive, so no advantage changes sign.
     """
     if len(advantages) != len(labels_per_traj):
         raise ValueError(f"{len(advantages)} advantages but {len(labels_per_traj)} label lists")
@@ -207,7 +208,7 @@ def apply_apatch(
                 f"{METRIC_PREFIX}/warmup_skipped": 1.0,
             }
         )
-        return [float(a) for a in advantages], metrics
+        return [1.0] * len(advantages), metrics
 
     if cfg.normalize_mean:
         weights = _normalized(weights, weighed, cfg.w_min, cfg.w_max)
@@ -219,7 +220,7 @@ def apply_apatch(
             f"{METRIC_PREFIX}/warmup_skipped": 0.0,
         }
     )
-    return [a * f for a, f in zip(advantages, factors, strict=True)], metrics
+    return factors, metrics
 
 
 @dataclass

@@ -9,7 +9,6 @@ labels — so a wrong service, split or setting fails in seconds on a CPU, not a
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -23,7 +22,7 @@ from seal.dataset import EVAL_AGENT, TRAIN_AGENT, parquet_bytes
 from seal.env.client import EnvClient, EnvServiceError, HttpEnvClient, open_episode
 from seal.env.interface import build_interface, evolve
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.tocf import APatchState, FailureProfile, apply_apatch
+from seal.tocf import APatchState, FailureProfile, apatch_factors
 from seal.tocf.labels import CORRECT_ABSTENTION, EXCLUDED, LABELS_OF, PASS
 from seal.trainer.settings import SealSettings
 
@@ -215,10 +214,10 @@ def _check_apatch(
     rho = APatchState.initial(config).update(profile, config)
     mean, spread = statistics.fmean(rewards), statistics.pstdev(rewards) or 1.0
     advantages = [(reward - mean) / spread for reward in rewards]
-    scaled, metrics = apply_apatch(advantages, labels, rho, config, step=config.warmup_steps)
-    if any(math.copysign(1, a) != math.copysign(1, s) for a, s in zip(advantages, scaled, strict=True)):
-        raise PreflightError("A-Patch changed the sign of an advantage")
-    factors = [s / a for a, s in zip(advantages, scaled, strict=True) if a]
+    weights, metrics = apatch_factors(advantages, labels, rho, config, step=config.warmup_steps)
+    factors = [w for a, w in zip(advantages, weights, strict=True) if a]
+    if any(not f > 0 for f in factors):
+        raise PreflightError("A-Patch would change the sign of an advantage")
     if any(not config.w_min - 1e-9 <= f <= config.w_max + 1e-9 for f in factors):
         raise PreflightError(f"A-Patch weights outside [{config.w_min}, {config.w_max}]: {factors}")
     mean_scale = metrics["seal/apatch/mean_scale"]

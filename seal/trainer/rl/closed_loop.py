@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seal.reports.pass_rate import pass_rates
-from seal.tocf.apatch import APatchState, apply_apatch
+from seal.tocf.apatch import APatchState, apatch_factors
 from seal.tocf.labels import EXCLUDED
 from seal.tocf.profile import FailureProfile
 from seal.trainer.rl.trajectory import CUTS, TrajectoryFields
@@ -71,9 +71,10 @@ class ClosedLoop:
         metrics = _batch_metrics(trajectories)
         metrics.update(_reward_metrics(trajectories, groups))
         if settings.enabled:
-            unit = [float((s > 0) - (s < 0)) for s in signs]
-            scaled, apatch_metrics = apply_apatch(unit, labels, self.apatch.rho, self.apatch_config, step - 1)
-            factors = [abs(x) if u else 1.0 for x, u in zip(scaled, unit, strict=True)]
+            weights, apatch_metrics = apatch_factors(
+                signs, labels, self.apatch.rho, self.apatch_config, step - 1
+            )
+            factors = [w if s else 1.0 for w, s in zip(weights, signs, strict=True)]  # nothing to scale at 0
             metrics.update(apatch_metrics)
         else:
             factors = [1.0] * len(trajectories)
