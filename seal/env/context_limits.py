@@ -5,7 +5,8 @@ until the next prompt would pass `max_model_len − max_response_length` tokens,
 still take a whole reply. Every environment message is clipped to `max_env_tokens` tokens, token-exact,
 with a marker the model can read. The training response is cut at `max_response_length` afterwards;
 the episode itself is never ended by that cut. The agent loop (training), `seal eval` and
-`scripts/episode_budget.py` apply these same rules, so their numbers agree.
+`scripts/episode_budget.py` apply these same rules, so their numbers agree; `EpisodeBudget` holds the two
+limits' defaults for all of them (`seal.rollout` inherits it, `seal eval` takes its flags from it).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from seal.flags import setting
 
 CLIP_MARKER = "\n[... message cut: {shown} of its {total} tokens are shown ...]"
 """Appended to a clipped environment message; the numbers tell the model what it did not see."""
@@ -22,20 +25,38 @@ Encode = Callable[[str], Sequence[Any]]
 Decode = Callable[[Sequence[Any]], str]
 
 
-@dataclass(frozen=True)
-class ContextLimits:
-    """`context_tokens`: the largest prompt a call may start from (max_model_len − max_response_length);
-    None when the window is unknown. `max_env_tokens`: None leaves environment messages whole."""
+@dataclass
+class EpisodeBudget:
+    """What one episode may use, in training and in `seal eval` alike: the released code's limits (paper
+    Table 4: at most 20 interaction steps, each environment message clipped to `max_env_len` 4096)."""
 
-    max_llm_calls: int = 20
-    max_env_tokens: int | None = 4096
-    context_tokens: int | None = None
+    max_llm_calls: int = setting(
+        20,
+        "LLM calls per episode, all user turns together (Table 4's 20 interaction steps, counted per whole "
+        "episode as the released code does); the call limit cuts the episode",
+    )
+    max_env_tokens: int | None = setting(
+        4096,
+        "each environment message the model reads is clipped to this many tokens, with a marker saying how "
+        "much was cut (the released code's max_env_len); token-exact with the model's tokenizer",
+    )
 
     def __post_init__(self) -> None:
         if self.max_llm_calls < 1:
             raise ValueError("max_llm_calls must be at least 1")
         if self.max_env_tokens is not None and self.max_env_tokens < 64:
-            raise ValueError("max_env_tokens must be at least 64 (or None)")
+            raise ValueError("max_env_tokens must be at least 64 (or null)")
+
+
+@dataclass
+class ContextLimits(EpisodeBudget):
+    """`context_tokens`: the largest prompt a call may start from (max_model_len − max_response_length);
+    None when the window is unknown. `max_env_tokens`: None leaves environment messages whole."""
+
+    context_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.context_tokens is not None and self.context_tokens < 1:
             raise ValueError(
                 "max_model_len − max_response_length leaves no room for a prompt: raise max_model_len"

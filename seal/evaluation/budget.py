@@ -22,6 +22,7 @@ from seal.env.context_limits import (
     ContextLimits,
     Decode,
     Encode,
+    EpisodeBudget,
     character_codec,
     clip_messages,
     tokenizer_codec,
@@ -50,8 +51,8 @@ class ContextBudget:
     max_tokens: int
     window: int | None = None
     count: TokenCounter | None = None
-    max_llm_calls: int = 20
-    max_env_tokens: int | None = 4096
+    max_llm_calls: int = EpisodeBudget.max_llm_calls
+    max_env_tokens: int | None = EpisodeBudget.max_env_tokens
     codec: tuple[Encode, Decode] | None = None
     """The served model's tokenizer (`--tokenizer`): exact counts and an exact clip."""
 

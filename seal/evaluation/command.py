@@ -24,11 +24,13 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from seal.bfcl.tasks import category_of, split_ids
+from seal.env.context_limits import EpisodeBudget
 from seal.evaluation.budget import ContextBudget, tokenizer_tools
 from seal.evaluation.endpoint import ChatEndpoint, PreflightError, RetryPolicy
 from seal.evaluation.official import rescore
 from seal.evaluation.runner import Progress, run_episodes
 from seal.evaluation.store import OutputError, RunFolder
+from seal.flags import add_flags
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from seal.reports.tables import markdown_table, summarize
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
@@ -144,19 +146,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="max_tokens per reply, as training's max_response_length: no call starts from a prompt "
         "past the window minus this (default: %(default)s)",
     )
-    parser.add_argument(
-        "--max-llm-calls",
-        type=int,
-        default=20,
-        help="calls per episode, all turns together, as seal.rollout.max_llm_calls (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--max-env-tokens",
-        type=int,
-        default=4096,
-        help="each environment message clipped to this many tokens, as in training; exact with "
-        "--tokenizer, estimated without (default: %(default)s)",
-    )
+    add_flags(parser, EpisodeBudget)  # training's limits: seal.rollout has the same two settings
     parser.add_argument(
         "--max-model-len",
         type=int,

@@ -9,14 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from seal.env.context_limits import EpisodeBudget
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
 ENV_BACKENDS = ("http", "ray", "inprocess")
 
 
 @dataclass
-class RolloutSettings:
-    """One trajectory = one environment episode; these bound it and say how to reach the service."""
+class RolloutSettings(EpisodeBudget):
+    """One trajectory = one environment episode; these bound it and say how to reach the service.
+
+    `max_llm_calls` and `max_env_tokens` are `EpisodeBudget`'s (seal/env/context_limits.py), shared with
+    `seal eval`: reaching the call limit ends the trajectory (cut `calls`); the other stop is the context: a
+    call whose prompt would pass `max_model_len − max_response_length` tokens is not made (cut `context`).
+    `max_env_tokens` null keeps environment messages whole.
+    """
 
     env_url: str = "http://127.0.0.1:8082"
     """Base URL of the environment service (`seal serve`); the launcher starts one unless told otherwise."""
@@ -30,14 +37,6 @@ class RolloutSettings:
     """With `env_backend=ray`: environment actors on each node; one actor uses at most one core."""
     protocol: str = DEFAULT_PROTOCOL
     """Tool prompt and tool-call format of the episodes (Table 4: bfcl_qwen_fc, i.e. `qwen_fc`)."""
-    max_llm_calls: int = 20
-    """LLM calls per episode, all user turns together (Table 4: at most 20 interaction steps, counted
-    per whole episode as the released code does); reaching it ends the trajectory (cut `calls`). The
-    other stop is the context: a call whose prompt would pass `max_model_len − max_response_length`
-    tokens is not made (cut `context`)."""
-    max_env_tokens: int | None = 4096
-    """Each environment message the model reads is clipped to this many tokens, token-exact, with a
-    marker saying how much was cut (the released code's `max_env_len`); null keeps them whole."""
     max_tokens_per_call: int | None = None
     """`max_tokens` of one generation; None = `max_response_length`, the released code's per-call
     budget. The trained response is the first `max_response_length` tokens of the whole episode; the
@@ -57,6 +56,10 @@ class RolloutSettings:
     trajectory under this folder, for inspection (`scripts/check_masks.py` checks them); None = off."""
 
     def __post_init__(self) -> None:
+        try:
+            super().__post_init__()
+        except ValueError as exc:
+            raise ValueError(f"seal.rollout.{exc}") from None
         if self.env_backend not in ENV_BACKENDS:
             raise ValueError(
                 f"seal.rollout.env_backend must be one of {', '.join(ENV_BACKENDS)}, not {self.env_backend!r}"
@@ -67,10 +70,6 @@ class RolloutSettings:
             raise ValueError(
                 f"seal.rollout.protocol must be one of {', '.join(sorted(PROTOCOLS))}, not {self.protocol!r}"
             )
-        if self.max_llm_calls < 1:
-            raise ValueError("seal.rollout.max_llm_calls must be at least 1")
-        if self.max_env_tokens is not None and self.max_env_tokens < 64:
-            raise ValueError("seal.rollout.max_env_tokens must be at least 64 (or null)")
         if self.max_tokens_per_call is not None and self.max_tokens_per_call < 1:
             raise ValueError("seal.rollout.max_tokens_per_call must be at least 1 (or null)")
         if not 0.0 <= self.max_env_error_share <= 1.0:
