@@ -46,6 +46,7 @@ from env_service.models import (
     request_body,
 )
 from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, is_loopback, token_from_environment
+from seal.env.context_limits import CUTS
 from seal.env.store import EpisodeStore, StoreError, StoreSettings, one_line
 from seal.flags import setting
 
@@ -57,6 +58,8 @@ PROFILE_BODY = (
 )
 """What `PUT /interface/profile` takes, said in its refusals (the label shares of `finish` are not it)."""
 KEEP_ALIVE_S = 75
+Cut = Literal[CUTS[1:]]  # type: ignore[valid-type]
+"""`finish`'s `cut`: the limits of a player that can end an unfinished episode (seal.env.driver)."""
 """Longer than clients keep idle connections (httpx: 5 s), so the client, not the server, closes them:
 a request sent on a connection the server is closing at that moment fails, and cannot be retried."""
 
@@ -214,9 +217,10 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
         responses=_errors(404, 422),
         tags=["episodes"],
     )
-    async def finish(episode_id: str, close: bool = False) -> JSONResponse:
-        """Score the episode; `close=true` also deletes it (one round trip fewer per episode)."""
-        return FastJSONResponse(await heavy.run(store.finish, episode_id, close))
+    async def finish(episode_id: str, close: bool = False, cut: Cut | None = None) -> JSONResponse:
+        """Score the episode; `close=true` also deletes it (one round trip fewer per episode); `cut` (calls,
+        context or generation) truncates an unfinished episode first, as the player's limit ended it."""
+        return FastJSONResponse(await heavy.run(store.finish, episode_id, close, cut))
 
     @app.delete("/episodes/{episode_id}", status_code=204, responses=_errors(404), tags=["episodes"])
     async def delete(episode_id: str) -> Response:

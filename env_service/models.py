@@ -93,6 +93,7 @@ class Health(BaseModel):
     tasks: int
     episodes_open: int
     interface_version: int
+    taxonomy: str
 
 
 class TaskList(BaseModel):

@@ -37,10 +37,11 @@ from verl.protocol import DataProto
 from seal.bfcl.tasks import CATEGORIES, get_task, split_ids
 from seal.dataset import TRAIN_AGENT
 from seal.env.client import EnvServiceError, HttpEnvClient, open_episode
+from seal.env.connect import close_shared_clients
 from seal.env.episode import Episode
 from seal.env.process import running_service
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.rl.agent_loop import agent_loop_config_path, close_env_clients
+from seal.trainer.rl.agent_loop import agent_loop_config_path
 from seal.trainer.rl.trajectory import TRAJECTORY_KEYS, TrajectoryFields
 from seal.trainer.rollout_settings import RolloutSettings
 from seal.trainer.sft.scripted_server import ScriptedLLMServer
@@ -205,12 +206,12 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         cpu = cpu_seconds()
         batch, loop_s = await run_loop(worker, rows)
         loop_cpu = cpu_seconds() - cpu
-        await close_env_clients()
+        await close_shared_clients()
         cpu = cpu_seconds()
         rewards, replay_s = await replay(service.url, plan, "train")
         replay_cpu = cpu_seconds() - cpu
         breakdown = await sequential_breakdown(worker, service.url, rows, plan, args.breakdown)
-        await close_env_clients()
+        await close_shared_clients()
     fields = [
         TrajectoryFields.from_extra_fields({key: batch.non_tensor_batch[key][i] for key in TRAJECTORY_KEYS})
         for i in range(len(rows))

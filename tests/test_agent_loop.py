@@ -24,16 +24,12 @@ from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import get_task
 from seal.dataset import EVAL_AGENT, TRAIN_AGENT
 from seal.env.client import EnvServiceError, HttpEnvClient, InProcessEnvClient
+from seal.env.connect import close_shared_clients
 from seal.env.process import free_port, running_service
 from seal.protocol import get_protocol
 from seal.protocol.ground_truth import END_OF_TURN, ground_truth_actions
 from seal.trainer.rl import agent_loop
-from seal.trainer.rl.agent_loop import (
-    agent_loop_config_path,
-    close_env_clients,
-    request_task,
-    rollout_settings,
-)
+from seal.trainer.rl.agent_loop import agent_loop_config_path, request_task, rollout_settings
 from seal.trainer.rl.trajectory import REWARD_EXTRA_INFO, TRAJECTORY_KEYS, TrajectoryFields
 from seal.trainer.rollout_settings import RolloutSettings
 from seal.trainer.sft.scripted_server import Ramble, ScriptedLLMServer
@@ -77,7 +73,7 @@ async def generate(
     server = ScriptedLLMServer(tokenizer, plans, logprob=LOGPROB)
     worker = AgentLoopWorker(trainer_config(folder, **config), llm_client=server)
     batch = await worker.generate_sequences(DataProto.from_single_dict(collate_fn(rows)))
-    await close_env_clients()
+    await close_shared_clients()
     return batch, server
 
 
@@ -454,7 +450,7 @@ async def test_a_service_killed_mid_batch_gives_env_errors_not_an_exception(fold
 
         server.generate = slow_generate  # type: ignore[method-assign]
         batch = await worker.generate_sequences(DataProto.from_single_dict(collate_fn(rows)))
-        await close_env_clients()
+        await close_shared_clients()
         assert killed.is_set()
         got = [fields(batch, i) for i in range(len(rows))]
         assert [(f.reward, f.env_error) for f in got[:2]] == [(1.0, ""), (1.0, "")]
@@ -487,7 +483,7 @@ async def test_a_trajectory_whose_environment_fails_once_is_played_again_from_th
     task_id = "multi_turn_base_0"
     actions = ground_truth_actions(task_id)
     flaky = FailsOnce()
-    monkeypatch.setattr(agent_loop, "env_client", lambda settings: flaky)
+    monkeypatch.setattr(agent_loop, "shared_client", lambda settings: flaky)
     batch, server = await generate(
         folder,
         tokenizer,

@@ -20,8 +20,8 @@ from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
 from verl.utils import tensordict_utils as tu
 from verl.utils.dataset.rl_dataset import collate_fn
 
+from seal.env.connect import close_shared_clients
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.rl.agent_loop import close_env_clients
 from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.sft.scripted_server import ScriptedLLMServer
 from tests.support.rollout_helpers import (
@@ -52,7 +52,7 @@ def comparable(extra: dict[str, Any]) -> dict[str, Any]:
 async def legacy_run(config: Any, server: ScriptedLLMServer, rows: list[dict]) -> DataProto:
     worker = AgentLoopWorker(config, llm_client=server)
     batch = await worker.generate_sequences(DataProto.from_single_dict(collate_fn(rows)))
-    await close_env_clients()
+    await close_shared_clients()
     return batch
 
 

@@ -17,6 +17,7 @@ from transformers import AutoTokenizer
 from seal.bfcl.tasks import CATEGORIES
 from seal.dataset import TRAIN_AGENT
 from seal.env.client import EnvClient, EnvServiceError, EnvUnavailableError, open_episode
+from seal.env.connect import close_shared_clients, put_profile
 from seal.env.ray_actors import (
     NAMESPACE,
     Placement,
@@ -28,8 +29,8 @@ from seal.protocol.ground_truth import ground_truth_actions
 from seal.tocf import REFERENCE_LABELS, FailureProfile
 from seal.tocf.labels import PASS
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
-from seal.trainer.rl.agent_loop import close_env_clients, request_task
-from seal.trainer.rl.trainer import SealPPOTrainer, _put_profile
+from seal.trainer.rl.agent_loop import request_task
+from seal.trainer.rl.trainer import SealPPOTrainer
 from seal.trainer.sft.scripted_server import ScriptedLLMServer
 from tests.support import ray_session
 from tests.support.rollout_helpers import model_folder, row
@@ -130,7 +131,7 @@ async def test_omega_versions_agree_on_every_actor_after_put_profile(
     assert served["version"] == before + 1
     for node in placement.actors:
         assert (await RayEnvClient(node_id=node).get_interface())["version"] == before + 1
-    restored = await asyncio.to_thread(_put_profile, trainer.seal_settings.rollout, profile.to_json(), 7)
+    restored = await asyncio.to_thread(put_profile, trainer.seal_settings.rollout.env(), profile.to_json(), 7)
     assert restored["version"] == 7 and restored["profile"] == served["profile"]
     for node in placement.actors:
         assert (await RayEnvClient(node_id=node).get_interface())["version"] == 7
@@ -209,7 +210,7 @@ async def test_the_agent_loop_plays_again_on_a_replacement_when_its_actor_dies(p
     worker = AgentLoopWorker(trainer_config(folder, env_backend="ray", env_timeout_s=30), llm_client=server)
     rows = [row(TASK, TRAIN_AGENT, 0)]
     batch = await worker.generate_sequences(DataProto.from_single_dict(collate_fn(rows)))
-    await close_env_clients()
+    await close_shared_clients()
     got = TrajectoryFields.from_extra_fields({key: batch.non_tensor_batch[key][0] for key in TRAJECTORY_KEYS})
     assert killed == [TASK]
     assert got.env_error == "" and got.reward == 1.0 and got.llm_calls == len(actions)

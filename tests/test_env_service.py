@@ -88,6 +88,7 @@ async def test_healthz_counts_tasks_open_episodes_and_interface_version(api):
         "tasks": 800,
         "episodes_open": 0,
         "interface_version": 0,
+        "taxonomy": "reference",
     }
     await create(api)
     assert (await api.get("/healthz")).json()["episodes_open"] == 1

@@ -104,6 +104,16 @@ def test_nothing_below_the_trainer_imports_the_training_stack(heavy: str):
     assert violations(below, lambda path, name: within(name, heavy) and path not in allowed) == []
 
 
+def test_only_the_trainer_and_the_environment_chooser_import_the_ray_actors():
+    """Whatever does not ask for the `ray` backend never imports ray: below the trainer only
+    `seal.env.connect` (for `seal eval --env-backend ray`) imports `seal.env.ray_actors`."""
+    trainer = ROOT / "seal" / "trainer"
+    allowed = {ROOT / "seal" / "env" / "connect.py", RAY_ACTORS}
+    below = [p for p in modules_under("seal") if trainer not in p.parents and p not in allowed]
+    below += modules_under("env_service")
+    assert violations(below, lambda _, name: within(name, "seal.env.ray_actors")) == []
+
+
 def import_graph(paths: list[Path], root: Path = ROOT) -> dict[str, set[str]]:
     """Module -> the modules among `paths` it imports (`from m import name` counts as importing m)."""
     modules = {".".join(path.relative_to(root).with_suffix("").parts): path for path in paths}

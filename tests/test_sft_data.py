@@ -18,9 +18,9 @@ from verl.utils.dataset.rl_dataset import collate_fn
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.dataset import TRAIN_AGENT
+from seal.env.connect import close_shared_clients
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.experiment import compose_experiment
-from seal.trainer.rl.agent_loop import close_env_clients
 from seal.trainer.sft.data import (
     SFTDataError,
     SFTRow,
@@ -77,7 +77,7 @@ async def worker_samples(
     batch = await AgentLoopWorker(config, llm_client=server).generate_sequences(
         DataProto.from_single_dict(collate_fn(rows))
     )
-    await close_env_clients()
+    await close_shared_clients()
     width = batch.batch["prompts"].shape[1]
     samples = []
     for i in range(len(rows)):

@@ -52,7 +52,7 @@ class EnvClient(Protocol):
 
     async def step(self, episode_id: str, action: str) -> dict[str, Any]: ...
 
-    async def finish(self, episode_id: str, close: bool = False) -> EpisodeResult: ...
+    async def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult: ...
 
     async def delete(self, episode_id: str) -> None: ...
 
@@ -171,10 +171,12 @@ class HttpEnvClient:
     async def step(self, episode_id: str, action: str) -> dict[str, Any]:
         return await self._request("POST", f"/episodes/{_segment(episode_id)}/step", {"action": action})
 
-    async def finish(self, episode_id: str, close: bool = False) -> EpisodeResult:
-        params = {"close": "true"} if close else None
+    async def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
+        params = {"close": "true"} if close else {}
+        if cut is not None:
+            params["cut"] = cut
         path = f"/episodes/{_segment(episode_id)}/finish"
-        return EpisodeResult.from_json(await self._request("POST", path, params=params))
+        return EpisodeResult.from_json(await self._request("POST", path, params=params or None))
 
     async def delete(self, episode_id: str) -> None:
         await self._request("DELETE", f"/episodes/{_segment(episode_id)}")
@@ -217,8 +219,10 @@ class InProcessEnvClient:
     async def step(self, episode_id: str, action: str) -> dict[str, Any]:
         return self._call(self.store.step, episode_id, action)
 
-    async def finish(self, episode_id: str, close: bool = False) -> EpisodeResult:
-        return EpisodeResult.from_json(self._call(lambda: self.store.finish(episode_id, close).to_json()))
+    async def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
+        return EpisodeResult.from_json(
+            self._call(lambda: self.store.finish(episode_id, close, cut).to_json())
+        )
 
     async def delete(self, episode_id: str) -> None:
         self._call(self.store.delete, episode_id)
@@ -240,9 +244,9 @@ class EpisodeSession:
     """One episode as an async context manager: the one place that owns the clean-up policy.
 
     Entering creates the episode (`messages` are its opening messages); leaving normally finishes
-    and closes it in one request and keeps the `result`; leaving by an exception or a cancellation
-    deletes it, best effort, and lets the exception through. `env_seconds` is the time spent
-    waiting for the service, for the caller's accounting.
+    and closes it in one request (truncated by `cut` when a limit of the player ended it) and keeps the
+    `result`; leaving by an exception or a cancellation deletes it, best effort, and lets the exception
+    through. `env_seconds` is the time spent waiting for the service, for the caller's accounting.
     """
 
     def __init__(self, client: EnvClient, task_id: str, mode: str, protocol: str | None = None) -> None:
@@ -254,6 +258,8 @@ class EpisodeSession:
         self.messages: list[dict[str, str]] = []
         self.interface_version = -1
         self.result: EpisodeResult | None = None
+        self.cut: str | None = None
+        """Set by whoever plays the episode when a limit of its own ended it (seal.env.driver)."""
         self.env_seconds = 0.0
 
     async def _timed(self, call: Awaitable[T]) -> T:
@@ -278,7 +284,7 @@ class EpisodeSession:
         episode_id = cast(str, self.episode_id)
         if exc_type is None:
             try:
-                self.result = await self._timed(self.client.finish(episode_id, close=True))
+                self.result = await self._timed(self.client.finish(episode_id, close=True, cut=self.cut))
                 return
             except BaseException:
                 await self._discard(episode_id)

@@ -17,6 +17,9 @@ from typing import Any
 
 from seal.flags import setting
 
+CUTS = ("none", "calls", "context", "generation")
+"""What ended an episode before it was done: nothing, the call limit, the context (the next prompt would pass
+the context limit, or the opening alone does), or a reply cut by its `max_tokens` (never sent)."""
 CLIP_MARKER = "\n[... message cut: {shown} of its {total} tokens are shown ...]"
 """Appended to a clipped environment message; the numbers tell the model what it did not see."""
 

@@ -20,10 +20,11 @@ version.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import itertools
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -162,6 +163,24 @@ def start_env_actors(settings: StoreSettings, per_node: int) -> Placement:
     return Placement(fleet, ray.get(fleet.place.remote(), timeout=START_TIMEOUT_S * per_node))
 
 
+@contextlib.contextmanager
+def local_fleet(settings: StoreSettings, per_node: int, timeout: float) -> Iterator[RayEnvClient]:
+    """Environment actors for one tool's run (`seal eval --env-backend ray`): placed on the Ray cluster this
+    process is connected to, or on a local one started for the block, and removed with their fleet after."""
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address="local", include_dashboard=False, log_to_driver=False)
+    try:
+        placement = start_env_actors(settings, per_node)
+        try:
+            yield RayEnvClient(timeout=timeout)
+        finally:
+            ray.kill(placement.fleet)  # its actors end with it, their owner
+    finally:
+        if started:
+            ray.shutdown()
+
+
 class RayEnvClient:
     """`EnvClient` on the environment actors of one node (this process's node unless `node_id`)."""
 
@@ -237,9 +256,9 @@ class RayEnvClient:
         name, inner = self._holder(episode_id)
         return await self._call(name, "step", inner, action)
 
-    async def finish(self, episode_id: str, close: bool = False) -> EpisodeResult:
+    async def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
         name, inner = self._holder(episode_id)
-        return EpisodeResult.from_json(await self._call(name, "finish", inner, close))
+        return EpisodeResult.from_json(await self._call(name, "finish", inner, close, cut))
 
     async def delete(self, episode_id: str) -> None:
         name, inner = self._holder(episode_id)

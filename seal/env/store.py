@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
 from seal.bfcl.tasks import UnknownTaskError, get_task, load_tasks, split_ids
+from seal.env.context_limits import CUTS
 from seal.env.episode import MODES, Episode, EpisodeDoneError, EpisodeLimits, EpisodeResult, Mode
 from seal.env.interface import DEFAULT_PRESET, PRESETS, Interface, build_interface, evolve
 from seal.flags import comma_list, setting
@@ -159,6 +160,7 @@ class EpisodeStore:
             "tasks": self.task_count,
             "episodes_open": self.open_count,
             "interface_version": self._interface.version,
+            "taxonomy": self.settings.taxonomy,
         }
 
     def list_tasks(self, split: str = "all") -> list[str]:
@@ -237,14 +239,20 @@ class EpisodeStore:
             self._counters["steps"] += 1
         return {"observation": result.observation, "done": result.done, "info": result.info}
 
-    def finish(self, episode_id: str, close: bool = False) -> EpisodeResult:
+    def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
         """Score once and keep only the result, so a repeated finish answers the same and steps get 409.
 
-        With `close` the episode is also deleted, saving the client a round trip per episode.
+        With `close` the episode is also deleted, saving the client a round trip per episode. A `cut`
+        (one of `CUTS` but none: the limit of the player's context that ended it) truncates an unfinished
+        episode before it is scored, so it is scored and recorded alike wherever the store runs.
         """
+        if cut is not None and cut not in CUTS[1:]:
+            raise BadRequest(f"cut must be one of {', '.join(CUTS[1:])}")
         entry = self._get(episode_id)
         with entry.lock:
             if entry.episode is not None:
+                if cut is not None and not entry.episode.done:
+                    entry.episode.truncate(cut)
                 entry.result = entry.episode.finish()
                 entry.episode = None
                 with self._lock:

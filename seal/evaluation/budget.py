@@ -1,7 +1,9 @@
-"""The context budget of one reply: `max_tokens` never makes a call fail that a smaller one would serve.
+"""`seal eval`'s model for the episode driver (seal.env.driver): a chat endpoint under a context budget, in
+which `max_tokens` never makes a call fail that a smaller one would serve.
 
 The window is the model's context length (from the endpoint's `/models` or `--max-model-len`). The
-episode limits are training's (`seal.env.context_limits`): no call whose prompt would pass
+episode limits are training's (`seal.env.context_limits`, applied by the driver): no call whose prompt would
+pass
 `window − max_tokens` (every call can still take a whole reply, as `max_model_len −
 max_response_length` in training), at most `max_llm_calls` calls, and every environment message clipped
 to `max_env_tokens` tokens. The prompt is counted exactly with `--tokenizer`, or estimated from the
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from seal.env.context_limits import (
@@ -24,9 +26,9 @@ from seal.env.context_limits import (
     Encode,
     EpisodeBudget,
     character_codec,
-    clip_messages,
     tokenizer_codec,
 )
+from seal.env.driver import Reply
 from seal.evaluation.endpoint import ChatEndpoint, Completion, ContextLengthError
 
 TokenCounter = Callable[[list[dict[str, str]]], int]
@@ -41,9 +43,10 @@ def _chars(messages: list[dict[str, str]]) -> int:
     return sum(len(m["content"]) for m in messages)
 
 
-@dataclass
-class ContextBudget:
-    """`window`: the model's context length, None until known; `max_tokens`: the most a reply may take.
+@dataclass(kw_only=True)
+class ContextBudget(EpisodeBudget):
+    """The episode limits plus `window`: the model's context length, None until known; `max_tokens`: the most
+    a reply may take.
 
     Shared by the run's episodes: a window first learnt from a server's refusal serves them all.
     """
@@ -51,8 +54,6 @@ class ContextBudget:
     max_tokens: int
     window: int | None = None
     count: TokenCounter | None = None
-    max_llm_calls: int = EpisodeBudget.max_llm_calls
-    max_env_tokens: int | None = EpisodeBudget.max_env_tokens
     codec: tuple[Encode, Decode] | None = None
     """The served model's tokenizer (`--tokenizer`): exact counts and an exact clip."""
 
@@ -72,14 +73,32 @@ class ContextBudget:
 
 @dataclass
 class BudgetedChat:
-    """One episode's conversation with the endpoint under a `ContextBudget`."""
+    """One episode's conversation with the endpoint under a `ContextBudget`: the driver's `Model`."""
 
     endpoint: ChatEndpoint
     budget: ContextBudget
+    messages: list[dict[str, str]] = field(default_factory=list)
     seen_tokens: int | None = None
     """The previous reply's prompt + completion tokens: a lower bound of the next prompt."""
     seen_messages: int = 0
     tokens_per_char: float | None = None
+
+    async def open(self, messages: list[dict[str, str]]) -> bool:
+        """The opening is sent with the first call, whose budget says whether it fits."""
+        self.messages = messages
+        return True
+
+    async def reply(self) -> Reply | None:
+        """The model's reply to the conversation so far; None when it no longer fits the window. A reply
+        cut by `max_tokens` (`finish_reason: length`) is not whole."""
+        completion = await self.complete(self.messages)
+        if completion is None:
+            return None
+        return Reply(completion.text, whole=completion.finish_reason != "length")
+
+    async def observe(self, action: str, observation: list[dict[str, str]]) -> None:
+        self.messages.append({"role": "assistant", "content": action})
+        self.messages.extend(observation)
 
     def _allowed(self, messages: list[dict[str, str]]) -> int | None:
         """`max_tokens` for this call; None only when the prompt is known to fill the window."""
@@ -92,13 +111,12 @@ class BudgetedChat:
         estimated = self.budget.allowance(self.seen_tokens + grown)
         return estimated if estimated is not None else self.budget.allowance(self.seen_tokens)
 
-    def clip(self, observation: list[dict[str, str]]) -> list[dict[str, str]]:
-        """Each environment message cut to `max_env_tokens`: exact with the tokenizer, else estimated."""
-        limit = self.budget.max_env_tokens
+    def codec(self) -> tuple[Encode, Decode]:
+        """The clip's token counts: exact with the tokenizer, else estimated at the rate seen so far."""
         if self.budget.codec is not None:
-            return clip_messages(observation, *self.budget.codec, limit)
+            return self.budget.codec
         rate = self.tokens_per_char or TOKENS_PER_CHAR
-        return clip_messages(observation, *character_codec(max(1, round(1 / rate))), limit)
+        return character_codec(max(1, round(1 / rate)))
 
     def _remember(self, messages: list[dict[str, str]], completion: Completion) -> None:
         self.seen_tokens = completion.context_tokens
@@ -106,8 +124,8 @@ class BudgetedChat:
         if completion.prompt_tokens and _chars(messages):
             self.tokens_per_char = completion.prompt_tokens / _chars(messages)
 
-    async def reply(self, messages: list[dict[str, str]]) -> Completion | None:
-        """The model's reply, or None when the conversation no longer fits the window.
+    async def complete(self, messages: list[dict[str, str]]) -> Completion | None:
+        """The endpoint's completion, or None when the conversation no longer fits the window.
 
         Raises `EndpointError` for what the endpoint itself failed (connection, 5xx, auth, bad body).
         """

@@ -24,7 +24,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from seal.bfcl.tasks import category_of, split_ids
+from seal.env.client import EnvClient, EnvServiceError
+from seal.env.connect import DEFAULT_URL, ENV_BACKENDS, EnvSettings, open_environment
 from seal.env.context_limits import EpisodeBudget
+from seal.env.store import StoreSettings
 from seal.evaluation.budget import ContextBudget, tokenizer_tools
 from seal.evaluation.endpoint import ChatEndpoint, PreflightError, RetryPolicy
 from seal.evaluation.official import rescore
@@ -36,6 +39,8 @@ from seal.reports.tables import markdown_table, summarize
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
 
 SPLIT_CHOICES = ("test", "val", "train", "all")
+EVAL_BACKENDS = ("inprocess", *(backend for backend in ENV_BACKENDS if backend != "inprocess"))
+"""`--env-backend` choices, the default first."""
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 SHOWN_DISAGREEMENTS = 10
 
@@ -67,15 +72,25 @@ class EvalRequest:
     timeout: float
     retries: int
     backoff: float
+    env_backend: str = "inprocess"
+    env_url: str | None = None
 
     def meta(self) -> dict[str, Any]:
-        """`run.json`: what was run, with any user:password removed from the URL."""
+        """`run.json`: what was run, with any user:password removed from the URL (the environment's URL is
+        not kept: every backend plays the same episodes)."""
         parts = urlsplit(self.base_url)
         shown = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
-        fields = {
-            k: v for k, v in asdict(self).items() if k not in ("task_ids", "out", "resume", "retry_failed")
-        }
+        left_out = ("task_ids", "out", "resume", "retry_failed", "env_url")
+        fields = {k: v for k, v in asdict(self).items() if k not in left_out}
         return {**fields, "base_url": shown, "tasks": len(self.task_ids)}
+
+    def environment(self) -> EnvSettings:
+        """Where the episodes run; an in-process store or the actors diagnose with `taxonomy`."""
+        return EnvSettings(
+            backend=self.env_backend,
+            url=self.env_url or DEFAULT_URL,
+            store=StoreSettings(taxonomy=self.taxonomy),
+        )
 
 
 @dataclass(frozen=True)
@@ -176,6 +191,19 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="VAR",
         help=f"environment variable holding the API key (default: {DEFAULT_KEY_ENV})",
     )
+    parser.add_argument(
+        "--env-backend",
+        choices=EVAL_BACKENDS,
+        default="inprocess",
+        help="where the episodes run: a store in this process, the environment service at --env-url (a "
+        "running `seal serve`), or environment actors on the Ray cluster (a local one if none is up); every "
+        "backend plays the same episodes (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--env-url",
+        metavar="URL",
+        help=f"with --env-backend http: the running environment service (default: {DEFAULT_URL})",
+    )
 
 
 def _select(split: str, tasks: str | None, limit: int | None) -> tuple[str, ...]:
@@ -226,6 +254,8 @@ def build_request(args: argparse.Namespace) -> EvalRequest:
         raise UsageError("--retry-failed only applies with --resume")
     if args.tokenizer is not None and not args.tokenizer.is_dir():
         raise UsageError(f"--tokenizer {args.tokenizer} is not a folder")
+    if args.env_url is not None and args.env_backend != "http":
+        raise UsageError("--env-url names an environment service: it takes --env-backend http")
     out = args.out or Path("outputs") / "eval" / f"{_slug(args.model)}-{args.split}-{args.protocol}"
     return EvalRequest(
         base_url=args.base_url,
@@ -247,6 +277,8 @@ def build_request(args: argparse.Namespace) -> EvalRequest:
         timeout=args.timeout,
         retries=args.retries,
         backoff=args.backoff,
+        env_backend=args.env_backend,
+        env_url=args.env_url,
     )
 
 
@@ -338,10 +370,28 @@ async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
             max_env_tokens=request.max_env_tokens,
             codec=codec,
         )
-        return await _run(request, endpoint, budget)
+        async with open_environment(request.environment()) as client:
+            await _check_environment(client, request)
+            return await _run(request, client, endpoint, budget)
 
 
-async def _run(request: EvalRequest, endpoint: ChatEndpoint, budget: ContextBudget) -> EvalReport:
+async def _check_environment(client: EnvClient, request: EvalRequest) -> None:
+    """The environment answers and diagnoses with `--taxonomy` (a running service has its own)."""
+    try:
+        health = await client.health()
+    except EnvServiceError as exc:
+        raise PreflightError(f"the environment ({request.env_backend}) does not answer: {exc}") from exc
+    if health.get("taxonomy", request.taxonomy) != request.taxonomy:
+        raise PreflightError(
+            f"the environment service at {request.environment().url} diagnoses with taxonomy "
+            f"{health['taxonomy']!r}, not --taxonomy {request.taxonomy!r}: pass --taxonomy "
+            f"{health['taxonomy']} or start the service with --taxonomy {request.taxonomy}"
+        )
+
+
+async def _run(
+    request: EvalRequest, client: EnvClient, endpoint: ChatEndpoint, budget: ContextBudget
+) -> EvalReport:
     folder = RunFolder(request.out)
     try:
         if request.resume:
@@ -357,11 +407,11 @@ async def _run(request: EvalRequest, endpoint: ChatEndpoint, budget: ContextBudg
     try:
         with folder:
             played = await run_episodes(
+                client,
                 endpoint,
                 todo,
                 budget=budget,
                 protocol=request.protocol,
-                taxonomy=request.taxonomy,
                 concurrency=request.concurrency,
                 folder=folder,
                 progress=progress,

@@ -21,6 +21,8 @@ from typing import Any
 
 import httpx
 
+from seal.env.driver import ModelError
+
 RETRY_STATUS = frozenset({408, 429})
 AUTH_STATUS = frozenset({401, 403})
 EXCERPT_CHARS = 200
@@ -40,7 +42,7 @@ PROMPT_IN_REFUSAL = (
 )
 
 
-class EndpointError(RuntimeError):
+class EndpointError(ModelError):
     """The endpoint gave no usable answer: fails the episode that asked, never the run."""
 
 

@@ -1,8 +1,10 @@
 """Eval-mode episodes against a chat endpoint, a bounded number at a time, each saved as it ends.
 
-Episode work (parsing, executing tools, the checker) is synchronous and takes milliseconds, so it
-runs inline on the event loop; only the endpoint calls are awaited. The loop is single-threaded,
-which also keeps bfcl-eval's module-global executor state free of races.
+The episodes run on whichever environment `seal eval --env-backend` names (seal.env.connect), through the
+same driver as training's rollouts. In-process, episode work (parsing, executing tools, the checker) is
+synchronous and takes milliseconds, so it runs inline on the event loop, which, single-threaded, keeps
+bfcl-eval's module-global executor state free of races; the service and the Ray actors do that work in
+their own processes.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Any
 from tqdm import tqdm
 
 from seal.bfcl.tasks import category_of
-from seal.env.episode import Episode
+from seal.env.client import EnvClient, EnvServiceError, open_episode
+from seal.env.driver import Driven, drive
 from seal.evaluation.budget import BudgetedChat, ContextBudget
-from seal.evaluation.endpoint import ChatEndpoint, EndpointError
+from seal.evaluation.endpoint import ChatEndpoint
 from seal.evaluation.store import RunFolder
 from seal.reports.pass_rate import pass_rates
 from seal.reports.tables import episode_record
@@ -40,47 +43,26 @@ class Played:
 
 
 async def play(
-    endpoint: ChatEndpoint, budget: ContextBudget, task_id: str, protocol: str, taxonomy: str
+    client: EnvClient, endpoint: ChatEndpoint, budget: ContextBudget, task_id: str, protocol: str
 ) -> Played:
-    """Send the conversation, step the episode with the reply's text, until the episode is done.
-
-    Training's limits apply (`ContextBudget`): a prompt past the context limit, the call limit, or a
-    reply cut by its `max_tokens` truncates the episode (`cut`: context, calls, generation), which the
-    environment scores like any unfinished one (reward 0); environment messages are clipped before the
-    model reads them. An endpoint failure ends the episode where it stands and marks it with "error";
-    it is still labelled so the partial trajectory can be read.
+    """One eval-mode episode on `client`'s environment, driven by `seal.env.driver` with the endpoint as the
+    model: training's limits apply (a prompt past the context limit, the call limit, or a reply cut by its
+    `max_tokens` truncates the episode, `cut`: context, calls, generation), which the environment scores like
+    any unfinished one (reward 0); environment messages are clipped before the model reads them. An
+    endpoint failure ends the episode where it stands and marks it with "error"; it is still labelled so
+    the partial trajectory can be read. An environment failure marks it too, unlabelled.
     """
-    episode = Episode(task_id, mode="eval", protocol=protocol, taxonomy=taxonomy)
-    messages = episode.reset()
-    chat = BudgetedChat(endpoint, budget)
-    error: str | None = None
-    cut = "none"
-    calls = 0
+    driven = Driven()
     try:
-        while not episode.done:
-            if calls >= budget.max_llm_calls:
-                cut = "calls"
-                break
-            completion = await chat.reply(messages)
-            if completion is None:
-                cut = "context"
-                break
-            calls += 1
-            if completion.finish_reason == "length":
-                cut = "generation"
-                break
-            action = completion.text
-            step = episode.step(action)
-            messages.append({"role": "assistant", "content": action})
-            messages.extend(chat.clip(step.observation))
-    except EndpointError as exc:
-        error = str(exc)
-    if cut != "none":
-        episode.truncate(cut)
-    record = {**episode_record(episode.finish()), "cut": cut}
-    if error is not None:
-        record["error"] = error
-    return Played(record, episode.action_log())
+        async with open_episode(client, task_id, "eval", protocol) as session:
+            await drive(session, BudgetedChat(endpoint, budget), budget, driven)
+        assert session.result is not None
+        record = {**episode_record(session.result), "cut": driven.cut}
+        if driven.error is not None:
+            record["error"] = driven.error
+    except EnvServiceError as exc:
+        record = {"task_id": task_id, "reward": 0.0, "cut": driven.cut, "error": f"environment: {exc}"}
+    return Played(record, {"task_id": task_id, "protocol": protocol, "actions": driven.actions})
 
 
 @dataclass
@@ -120,12 +102,12 @@ class Progress:
 
 
 async def run_episodes(
+    client: EnvClient,
     endpoint: ChatEndpoint,
     task_ids: Sequence[str],
     *,
     budget: ContextBudget,
     protocol: str,
-    taxonomy: str,
     concurrency: int,
     folder: RunFolder,
     progress: Progress,
@@ -136,7 +118,7 @@ async def run_episodes(
 
     async def one(task_id: str) -> None:
         async with gate:
-            result = await play(endpoint, budget, task_id, protocol, taxonomy)
+            result = await play(client, endpoint, budget, task_id, protocol)
         folder.append(result.action_log, result.record)
         played.append(result)
         progress.add(result.record)

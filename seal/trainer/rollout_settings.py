@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from seal.env.connect import ENV_BACKENDS, EnvSettings
 from seal.env.context_limits import EpisodeBudget
+from seal.env.store import StoreSettings
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
-ENV_BACKENDS = ("http", "ray", "inprocess")
+_ENV = EnvSettings()
 
 
 @dataclass
@@ -25,7 +27,7 @@ class RolloutSettings(EpisodeBudget):
     `max_env_tokens` null keeps environment messages whole.
     """
 
-    env_url: str = "http://127.0.0.1:8082"
+    env_url: str = _ENV.url
     """Base URL of the environment service (`seal serve`); the launcher starts one unless told otherwise."""
     env_backend: str = "http"
     """Where the episodes run. `http`: one environment service (`env_url`) shared by every rollout
@@ -33,7 +35,7 @@ class RolloutSettings(EpisodeBudget):
     store in-process, `env_actors_per_node` on every node of the Ray cluster; each rollout worker plays
     on its own node's actors (for `trainer.nnodes > 1`, or more than one core of environment per node).
     `inprocess`: an episode store inside each worker process (no server; Evolve(Ω) never reaches it)."""
-    env_actors_per_node: int = 1
+    env_actors_per_node: int = _ENV.actors_per_node
     """With `env_backend=ray`: environment actors on each node; one actor uses at most one core."""
     protocol: str = DEFAULT_PROTOCOL
     """Tool prompt and tool-call format of the episodes (Table 4: bfcl_qwen_fc, i.e. `qwen_fc`)."""
@@ -41,12 +43,12 @@ class RolloutSettings(EpisodeBudget):
     """`max_tokens` of one generation; None = `max_response_length`, the released code's per-call
     budget. The trained response is the first `max_response_length` tokens of the whole episode; the
     episode is played on past that cut and scored on its end."""
-    env_timeout_s: float = 60.0
+    env_timeout_s: float = _ENV.timeout_s
     """Bound on one environment request, retries included."""
-    env_retries: int = 3
+    env_retries: int = _ENV.retries
     """Retries of a request that could not reach the service, before the trajectory is given up
     with reward 0 and `env_error` set."""
-    env_backoff_s: float = 0.5
+    env_backoff_s: float = _ENV.backoff_s
     """First retry delay; it doubles with every further retry."""
     max_env_error_share: float = 0.25
     """Largest share of a training step's trajectories that may be env errors; above it the run stops
@@ -76,6 +78,18 @@ class RolloutSettings(EpisodeBudget):
             raise ValueError("seal.rollout.max_env_error_share must be between 0 and 1")
         if not self.env_timeout_s > 0 or self.env_retries < 0 or self.env_backoff_s < 0:
             raise ValueError("seal.rollout: env_timeout_s must be > 0, env_retries and env_backoff_s >= 0")
+
+    def env(self, store: StoreSettings | None = None) -> EnvSettings:
+        """How the rollouts reach the environment; `store` is what an in-process store holds."""
+        return EnvSettings(
+            backend=self.env_backend,
+            url=self.env_url,
+            timeout_s=self.env_timeout_s,
+            retries=self.env_retries,
+            backoff_s=self.env_backoff_s,
+            actors_per_node=self.env_actors_per_node,
+            store=StoreSettings() if store is None else store,
+        )
 
     @classmethod
     def from_mapping(cls, values: Any) -> RolloutSettings:

@@ -18,9 +18,9 @@ from seal.bfcl.calls import ToolCall
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import get_task
 from seal.dataset import EVAL_AGENT, TRAIN_AGENT
+from seal.env.connect import close_shared_clients
 from seal.protocol import get_protocol
 from seal.protocol.ground_truth import END_OF_TURN, ground_truth_actions
-from seal.trainer.rl.agent_loop import close_env_clients
 from seal.trainer.rl.trajectory import TRAJECTORY_KEYS, TrajectoryFields
 from seal.trainer.sft.scripted_server import Ramble, ScriptedLLMServer
 from tests.snapshots.snapshot import check, digest
@@ -71,7 +71,7 @@ async def play(folder: Path, plans: dict, rows: list[dict], **config: Any) -> Da
     server = ScriptedLLMServer(AutoTokenizer.from_pretrained(folder), plans)
     worker = AgentLoopWorker(trainer_config(folder, env_backend="inprocess", **config), llm_client=server)
     batch = await worker.generate_sequences(DataProto.from_single_dict(collate_fn(rows)))
-    await close_env_clients()
+    await close_shared_clients()
     return batch
 
 

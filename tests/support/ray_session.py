@@ -9,7 +9,7 @@ def start() -> None:
     import transfer_queue as tq
     from omegaconf import OmegaConf
 
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)  # never a neighbour's
     tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
 
 

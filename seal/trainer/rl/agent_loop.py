@@ -36,17 +36,11 @@ from verl.utils.tokenizer.continuous_token import QwenContinuousTokenBuilder
 from verl.utils.tokenizer.continuous_token_wiring import create_continuous_token_builder
 
 from seal.bfcl.tasks import category_of
-from seal.env.client import (
-    EnvClient,
-    EnvServiceError,
-    EpisodeSession,
-    HttpEnvClient,
-    InProcessEnvClient,
-    open_episode,
-)
-from seal.env.context_limits import ContextLimits, clip_messages, tokenizer_codec
+from seal.env.client import EnvServiceError, open_episode
+from seal.env.connect import shared_client
+from seal.env.context_limits import ContextLimits, Decode, Encode, tokenizer_codec
+from seal.env.driver import Driven, Reply, drive
 from seal.env.episode import MODES
-from seal.env.ray_actors import RayEnvClient
 from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.rollout_settings import RolloutSettings
 
@@ -55,7 +49,6 @@ CHATML_END = "<|im_end|>"
 OPENING_CACHE_SIZE = 256
 ENV_ATTEMPTS = 2
 """A trajectory whose environment fails before it is scored is played once more from the start."""
-_CLIENTS: dict[tuple[Any, ...], EnvClient] = {}
 _OPENINGS: OrderedDict[tuple[int, bytes], asyncio.Task[tuple[array, bool]]] = OrderedDict()
 
 
@@ -74,38 +67,6 @@ def request_task(request_id: str) -> tuple[str, str]:
     """(task id, mode) of a `trajectory_request_id`."""
     task_id, mode, _ = request_id.rsplit("/", 2)
     return task_id, mode
-
-
-def env_client(settings: RolloutSettings) -> EnvClient:
-    """One client per process and setting: agent loops are built per trajectory, pools must outlive them."""
-    key = (
-        settings.env_backend,
-        settings.env_url,
-        settings.env_timeout_s,
-        settings.env_retries,
-        settings.env_backoff_s,
-    )
-    if key not in _CLIENTS:
-        if settings.env_backend == "inprocess":
-            _CLIENTS[key] = InProcessEnvClient()
-        elif settings.env_backend == "ray":
-            _CLIENTS[key] = RayEnvClient(timeout=settings.env_timeout_s)
-        else:
-            _CLIENTS[key] = HttpEnvClient(
-                settings.env_url,
-                timeout=settings.env_timeout_s,
-                retries=settings.env_retries,
-                backoff=settings.env_backoff_s,
-            )
-    return _CLIENTS[key]
-
-
-async def close_env_clients() -> None:
-    """Close the running event loop's connections of the shared clients (for tools and tests that end
-    their loop; a rollout worker keeps its clients for its lifetime)."""
-    for client in _CLIENTS.values():
-        if isinstance(client, HttpEnvClient):
-            await client.aclose()
 
 
 @dataclass(frozen=True)
@@ -154,11 +115,9 @@ class _Rollout:
     mask: list[int] = field(default_factory=list)
     logprobs: list[float] | None = None
     messages: list[dict[str, str]] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)
     sampled: list[list[int]] = field(default_factory=list)
-    observations: list[list[dict[str, str]]] = field(default_factory=list)
-    llm_calls: int = 0
-    cut: str = "none"
+    driven: Driven = field(default_factory=Driven)
+    """The calls, actions, clipped observations and cut, as the episode driver played them."""
     env_error: str = ""
     gen_seconds: float = 0.0
     weight_versions: dict[str, Any] = field(default_factory=dict)
@@ -201,7 +160,7 @@ class SealAgentLoop(AgentLoopBase):
         resolved = _resolved(self.config)
         self.rollout_config = resolved.rollout
         self.settings = resolved.settings
-        self.client = env_client(self.settings)
+        self.client = shared_client(self.settings.env())
         self.response_length = int(self.rollout_config.response_length)
         window = self.rollout_config.get("max_model_len") or (
             int(self.rollout_config.prompt_length) + self.response_length
@@ -264,9 +223,10 @@ class SealAgentLoop(AgentLoopBase):
         for attempt in range(ENV_ATTEMPTS):
             rollout = _Rollout()
             episode = open_episode(self.client, task_id, self.mode, self.settings.protocol)
+            stream = _TokenStream(self, rollout, task_id, sampling_params, kwargs.get("global_steps"))
             try:
                 async with episode:
-                    await self._play(episode, rollout, sampling_params, kwargs.get("global_steps"))
+                    await drive(episode, stream, self.limits, rollout.driven)
                 break
             except EnvServiceError as exc:
                 rollout.env_error = str(exc)
@@ -287,16 +247,16 @@ class SealAgentLoop(AgentLoopBase):
             taxonomy=result.taxonomy if result else "",
             interface_version=episode.interface_version,
             reward=result.reward if result and not rollout.env_error else 0.0,
-            llm_calls=rollout.llm_calls,
-            truncated=rollout.cut != "none" or bool(result and result.truncated),
-            cut=rollout.cut,
+            llm_calls=rollout.driven.calls,
+            truncated=rollout.driven.cut != "none" or bool(result and result.truncated),
+            cut=rollout.driven.cut,
             response_tokens=response_tokens,
             trained_tokens=trained,
             trained_cut=response_tokens > self.response_length,
             env_error=rollout.env_error,
             env_seconds=episode.env_seconds,
             gen_seconds=rollout.gen_seconds,
-            actions=rollout.actions,
+            actions=rollout.driven.actions,
             protocol=self.settings.protocol,
         )
         rollout.weight_versions.setdefault("min_global_steps", kwargs.get("global_steps"))
@@ -305,63 +265,6 @@ class SealAgentLoop(AgentLoopBase):
         if self.settings.trace_dir:
             self._trace(self.settings.trace_dir, rollout, fields, output)
         return output
-
-    async def _play(
-        self, episode: EpisodeSession, rollout: _Rollout, sampling_params: dict[str, Any], global_steps: Any
-    ) -> None:
-        """Generate and step until the episode is done or a limit cuts it (`rollout.cut`)."""
-        rollout.messages = list(episode.messages)
-        rollout.prompt_ids = await self._initial_tokens(rollout.messages)
-        rollout.token_ids = list(rollout.prompt_ids)
-        if self._prompt_cut:
-            rollout.cut = "context"
-            return
-        request_id = trajectory_request_id(episode.task_id, self.mode)
-        per_call = self.settings.max_tokens_per_call or self.response_length
-        while True:
-            if self.limits.context_full(len(rollout.token_ids)):
-                rollout.cut = "context"
-                rollout.drop_last_observation()
-                return
-            max_tokens = min(per_call, self.window - len(rollout.token_ids))
-            start = time.perf_counter()
-            output = await self.server_manager.generate(
-                request_id,
-                prompt_ids=rollout.token_ids,
-                sampling_params={**sampling_params, "max_tokens": max_tokens},
-            )
-            rollout.gen_seconds += time.perf_counter() - start
-            rollout.llm_calls += 1
-            rollout.note_weights(output.extra_fields or {}, global_steps)
-            sampled = list(output.token_ids[:max_tokens])
-            rollout.sampled.append(sampled)
-            logprobs = _logprobs(output.log_probs, len(sampled), rollout)
-            merged, rollout.mask, rollout.logprobs = await self.ct_merge_assistant_token(
-                rollout.token_ids, sampled, rollout.mask, rollout.logprobs, assistant_logprobs=logprobs
-            )
-            rollout.token_ids = merged.token_ids
-            rollout.mark_reply_end()
-            if not sampled or sampled[-1] not in self.end_of_turn_ids:
-                rollout.cut = "generation"  # a reply cut by max_tokens: not a whole message, never sent
-                return
-            action = self.tokenizer.decode(sampled, skip_special_tokens=True)
-            rollout.actions.append(action)
-            stepped = await episode.step(action)
-            if stepped["done"]:
-                return
-            if rollout.llm_calls >= self.limits.max_llm_calls:
-                rollout.cut = "calls"
-                return
-            observation = clip_messages(
-                stepped["observation"], self.encode, self.decode, self.limits.max_env_tokens
-            )
-            previous = [*rollout.messages, {"role": "assistant", "content": action}]
-            rollout.messages = [*previous, *observation]
-            rollout.observations.append(observation)
-            merged, rollout.mask, rollout.logprobs = await self.ct_merge_context_msg(
-                previous, rollout.messages, rollout.token_ids, rollout.mask, rollout.logprobs
-            )
-            rollout.token_ids = merged.token_ids
 
     def _output(self, rollout: _Rollout, fields: TrajectoryFields) -> AgentLoopOutput:
         """Cut to `response_length` (verl does not); an empty response becomes one masked end token; an
@@ -402,12 +305,80 @@ class SealAgentLoop(AgentLoopBase):
             "response_ids": output.response_ids,
             "response_mask": output.response_mask,
             "sampled_texts": [self.tokenizer.decode(ids) for ids in rollout.sampled],
-            "observations": rollout.observations,
+            "observations": rollout.driven.observations,
         }
         folder = Path(trace_dir)
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / f"trajectories.{os.getpid()}.jsonl", "ab") as trace:
             trace.write(orjson.dumps(record) + b"\n")
+
+
+class _TokenStream:
+    """The agent loop's `Model` (seal.env.driver): verl's token-in, token-out server on the trajectory's
+    token stream, built with verl's continuous-token helpers."""
+
+    def __init__(
+        self,
+        loop: SealAgentLoop,
+        rollout: _Rollout,
+        task_id: str,
+        sampling_params: dict[str, Any],
+        global_steps: Any,
+    ) -> None:
+        self.loop = loop
+        self.rollout = rollout
+        self.request_id = trajectory_request_id(task_id, loop.mode)
+        self.sampling_params = sampling_params
+        self.global_steps = global_steps
+        self.per_call = loop.settings.max_tokens_per_call or loop.response_length
+
+    async def open(self, messages: list[dict[str, str]]) -> bool:
+        """The opening's tokens; False when verl's prompt cap cut them (such an episode is not played)."""
+        rollout = self.rollout
+        rollout.messages = messages
+        rollout.prompt_ids = await self.loop._initial_tokens(messages)
+        rollout.token_ids = list(rollout.prompt_ids)
+        return not self.loop._prompt_cut
+
+    async def reply(self) -> Reply | None:
+        """One generation merged into the stream; None (ending the trajectory on the model's last reply)
+        when the prompt would pass `max_model_len − max_response_length`."""
+        loop, rollout = self.loop, self.rollout
+        if loop.limits.context_full(len(rollout.token_ids)):
+            rollout.drop_last_observation()
+            return None
+        max_tokens = min(self.per_call, loop.window - len(rollout.token_ids))
+        start = time.perf_counter()
+        output = await loop.server_manager.generate(
+            self.request_id,
+            prompt_ids=rollout.token_ids,
+            sampling_params={**self.sampling_params, "max_tokens": max_tokens},
+        )
+        rollout.gen_seconds += time.perf_counter() - start
+        rollout.note_weights(output.extra_fields or {}, self.global_steps)
+        sampled = list(output.token_ids[:max_tokens])
+        rollout.sampled.append(sampled)
+        logprobs = _logprobs(output.log_probs, len(sampled), rollout)
+        merged, rollout.mask, rollout.logprobs = await loop.ct_merge_assistant_token(
+            rollout.token_ids, sampled, rollout.mask, rollout.logprobs, assistant_logprobs=logprobs
+        )
+        rollout.token_ids = merged.token_ids
+        rollout.mark_reply_end()
+        if not sampled or sampled[-1] not in loop.end_of_turn_ids:
+            return Reply("", whole=False)  # cut by max_tokens: not a whole message, never sent
+        return Reply(loop.tokenizer.decode(sampled, skip_special_tokens=True), whole=True)
+
+    def codec(self) -> tuple[Encode, Decode]:
+        return self.loop.encode, self.loop.decode
+
+    async def observe(self, action: str, observation: list[dict[str, str]]) -> None:
+        rollout = self.rollout
+        previous = [*rollout.messages, {"role": "assistant", "content": action}]
+        rollout.messages = [*previous, *observation]
+        merged, rollout.mask, rollout.logprobs = await self.loop.ct_merge_context_msg(
+            previous, rollout.messages, rollout.token_ids, rollout.mask, rollout.logprobs
+        )
+        rollout.token_ids = merged.token_ids
 
 
 def _logprobs(sampled_logprobs: list[float] | None, count: int, rollout: _Rollout) -> list[float] | None:

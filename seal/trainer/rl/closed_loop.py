@@ -16,11 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seal.env.context_limits import CUTS
 from seal.reports.pass_rate import pass_rates
 from seal.tocf.apatch import APatchState, apatch_factors
 from seal.tocf.labels import EXCLUDED
 from seal.tocf.profile import FailureProfile
-from seal.trainer.rl.trajectory import CUTS, TrajectoryFields
+from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import SealSettings
 
 STATE_VERSION = 1

@@ -30,7 +30,8 @@ from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.workers.utils.padding import response_to_nested
 
-from seal.env.client import EnvServiceError, HttpEnvClient
+from seal.env.client import EnvServiceError
+from seal.env.connect import put_profile
 from seal.env.ray_actors import RayEnvClient, start_env_actors
 from seal.reports.pass_rate import MISSING, missing_rows, score_rows
 from seal.reports.runs import STEPS_FILE, split_of
@@ -162,7 +163,7 @@ class SealPPOTrainer(PPOTrainerSync):
         """PUT C_t to the service; a failing service is logged and counted, never fatal to the step."""
         started = time.perf_counter()
         try:
-            self.closed_loop.interface = _put_profile(self.seal_settings.rollout, profile)
+            self.closed_loop.interface = put_profile(self.seal_settings.rollout.env(), profile)
             metrics["seal/interface/evolve_failed"] = 0.0
         except EnvServiceError as exc:
             logger.warning("Evolve failed at step %s: %s", self.global_steps, exc)
@@ -265,7 +266,7 @@ class SealPPOTrainer(PPOTrainerSync):
         if saved is None or saved.get("profile") is None:
             return
         try:
-            served = _put_profile(self.seal_settings.rollout, saved["profile"], saved.get("version"))
+            served = put_profile(self.seal_settings.rollout.env(), saved["profile"], saved.get("version"))
         except EnvServiceError as exc:
             raise RuntimeError(f"cannot restore Ω on the environment service: {exc}") from exc
         if served.get("guidelines") != saved.get("guidelines"):
@@ -312,21 +313,3 @@ def put_advantage_rows(
     names = ("advantages", "returns") if also_returns else ("advantages",)
     fields = {name: torch.nested.as_nested_tensor(rows, layout=torch.jagged) for name in names}
     tq.kv_batch_put(keys=keys, partition_id=partition, fields=TensorDict(fields, batch_size=len(keys)))
-
-
-def _put_profile(rollout: Any, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
-    """Evolve on the run's environment: the HTTP service, or with `ray` every environment actor (which
-    must then all serve one version)."""
-
-    async def send() -> dict[str, Any]:
-        if rollout.env_backend == "ray":
-            return await RayEnvClient(timeout=rollout.env_timeout_s).put_profile(profile, version)
-        async with HttpEnvClient(
-            rollout.env_url,
-            timeout=rollout.env_timeout_s,
-            retries=rollout.env_retries,
-            backoff=rollout.env_backoff_s,
-        ) as client:
-            return await client.put_profile(profile, version)
-
-    return asyncio.run(send())

@@ -13,8 +13,6 @@ from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any
 
 REWARD_EXTRA_INFO = "reward_extra_info"
-CUTS = ("none", "calls", "context", "generation")
-"""The values of `TrajectoryFields.cut`."""
 
 
 @dataclass(frozen=True)
