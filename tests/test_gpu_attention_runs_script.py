@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import launcher
+from seal.trainer.launch import command as launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 ONE_EACH = "actor_rollout_ref.actor.use_dynamic_bsz=false"

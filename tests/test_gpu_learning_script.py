@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import launcher
+from seal.trainer.launch import command as launcher
 
 ROOT = Path(__file__).resolve().parents[1]
 SFT_MODEL = "/runs/learn_sft/huggingface"

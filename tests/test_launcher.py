@@ -20,11 +20,11 @@ import psutil
 import pytest
 from hydra import compose, initialize_config_module
 
-import launcher
 from seal.bfcl.tasks import split_ids
 from seal.dataset import parquet_bytes
 from seal.env.process import ServiceStartError, free_port, is_healthy, running_service
 from seal.trainer.experiment import compose_experiment
+from seal.trainer.launch import command as launcher
 from seal.trainer.launch.override_types import OverrideTypeError, check_override_types
 from seal.trainer.preflight import PreflightError, check_data
 from tests.support.launcher_stand_in import ENV_FAILURE, stand_in_entry

@@ -16,9 +16,9 @@ import pytest
 import yaml
 from omegaconf import DictConfig
 
-import launcher
 from seal.bfcl.tasks import split_ids
 from seal.trainer.experiment import compose_experiment, to_yaml
+from seal.trainer.launch import command as launcher
 from seal.trainer.launch import sft
 from seal.trainer.sft.data import sft_rows as real_sft_rows
 from tests.support.rollout_helpers import model_folder

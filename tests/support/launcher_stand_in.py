@@ -18,8 +18,8 @@ import psutil
 from omegaconf import DictConfig
 from ray.exceptions import RayTaskError
 
-import launcher
 from seal.env.process import is_healthy
+from seal.trainer.launch import command as launcher
 from seal.trainer.rl.env_failures import EnvServiceFailure
 
 SIGNALS = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM}
