@@ -1,17 +1,21 @@
 """The `seal` command: serve the environment, evaluate an endpoint, replay or diagnose logs, build data,
-report on training runs."""
+report on training runs, train."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
 from seal.flags import add_flags, comma_list, settings_from_flags
+from seal.reports.command import HELP as report_help
 from seal.tocf.labels import DEFAULT_PRIORITY, DEFAULT_TAXONOMY, TAXONOMIES
+from seal.trainer.launch.command import HELP as train_help
 
 
 def _fail(message: str) -> int:
@@ -122,36 +126,39 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _serve(commands: Any) -> None:
     from env_service.app import ServiceSettings
-    from seal.evaluation.command import add_eval_arguments
-    from seal.reports.command import make_parser as report_parser
 
-    parser = argparse.ArgumentParser(prog="seal", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    serve = commands.add_parser("serve", help="run the BFCL environment service (FastAPI)")
+    serve = commands.add_parser("serve", help=COMMANDS["serve"])
     add_flags(serve, ServiceSettings)
     serve.set_defaults(handler=cmd_serve)
 
-    evaluate = commands.add_parser("eval", help="score an OpenAI-compatible endpoint on a BFCL split")
+
+def _eval(commands: Any) -> None:
+    from seal.evaluation.command import add_eval_arguments
+
+    evaluate = commands.add_parser("eval", help=COMMANDS["eval"])
     add_eval_arguments(evaluate)
     evaluate.set_defaults(handler=cmd_eval)
 
-    replay = commands.add_parser("replay", help="replay action logs; one result line per episode")
+
+def _replay(commands: Any) -> None:
+    replay = commands.add_parser("replay", help=COMMANDS["replay"])
     _add_replay_options(replay)
     replay.add_argument("--out", type=Path, help="output JSONL (default: standard output)")
     replay.add_argument("--labels", action="store_true", help="include labels, profile and evidence")
     replay.set_defaults(handler=cmd_replay)
 
-    diagnose = commands.add_parser(
-        "diagnose", help="label action logs turn by turn, with a table and a chart"
-    )
+
+def _diagnose(commands: Any) -> None:
+    diagnose = commands.add_parser("diagnose", help=COMMANDS["diagnose"])
     _add_replay_options(diagnose)
     diagnose.add_argument("--out", type=Path, required=True, help="output folder")
     diagnose.set_defaults(handler=cmd_diagnose)
 
-    data = commands.add_parser("data", help="write (or --check) data/bfcl_{train,val,test}.parquet")
+
+def _data(commands: Any) -> None:
+    data = commands.add_parser("data", help=COMMANDS["data"])
     data.add_argument(
         "--check",
         action="store_true",
@@ -159,12 +166,57 @@ def build_parser() -> argparse.ArgumentParser:
     )
     data.set_defaults(handler=cmd_data)
 
-    report_parser(commands)
+
+def _report(commands: Any) -> None:
+    from seal.reports.command import make_parser
+
+    make_parser(commands)
+
+
+def _train(commands: Any) -> None:
+    from seal.trainer.launch.command import make_parser
+
+    make_parser(commands)
+
+
+COMMANDS = {
+    "serve": "run the BFCL environment service (FastAPI)",
+    "eval": "score an OpenAI-compatible endpoint on a BFCL split",
+    "replay": "replay action logs; one result line per episode",
+    "diagnose": "label action logs turn by turn, with a table and a chart",
+    "data": "write (or --check) data/bfcl_{train,val,test}.parquet",
+    "report": report_help,
+    "train": train_help,
+}
+"""Each command and its one-line help; `PARSERS` adds its options."""
+PARSERS: dict[str, Callable[[Any], None]] = {
+    "serve": _serve,
+    "eval": _eval,
+    "replay": _replay,
+    "diagnose": _diagnose,
+    "data": _data,
+    "report": _report,
+    "train": _train,
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """`seal`'s parser, with the options of `command` only (None: of none): a command's options import what
+    the command needs (FastAPI, the evaluation stack), so `seal train --help` answers without any of it."""
+    parser = argparse.ArgumentParser(prog="seal", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, help in COMMANDS.items():
+        if name == command:
+            PARSERS[name](commands)
+        else:
+            commands.add_parser(name, help=help)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    args = build_parser(command).parse_args(argv)
     return args.handler(args)
 
 

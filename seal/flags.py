@@ -93,6 +93,20 @@ def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
         )
 
 
+def command_parser(
+    subparsers: Any, name: str, *, prog: str, help: str, description: str
+) -> argparse.ArgumentParser:
+    """A command's parser: its own, named `prog`, when `subparsers` is None (a script's entry point), else
+    the sub-command `name` of the parser `subparsers` belongs to (`seal NAME`)."""
+    options: dict[str, Any] = {
+        "description": description,
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
+    if subparsers is None:
+        return argparse.ArgumentParser(prog=prog, **options)
+    return subparsers.add_parser(name, help=help, **options)
+
+
 def settings_from_flags(cls: type[S], args: argparse.Namespace) -> S:
     """`cls` built from the flags `add_flags(parser, cls)` added; its own validation runs as usual."""
     hints = typing.get_type_hints(cls)

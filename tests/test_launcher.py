@@ -25,9 +25,11 @@ from seal.dataset import parquet_bytes
 from seal.env.process import ServiceStartError, free_port, is_healthy, running_service
 from seal.trainer.experiment import compose_experiment
 from seal.trainer.launch import command as launcher
+from seal.trainer.launch.kernel import configure_attention
 from seal.trainer.launch.override_types import OverrideTypeError, check_override_types
 from seal.trainer.preflight import PreflightError, check_data
 from tests.support.launcher_stand_in import ENV_FAILURE, stand_in_entry
+from tests.support.service_thread import service_in_thread
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_EXPERIMENTS = sorted(
@@ -414,7 +416,7 @@ def test_a_gpu_node_without_flash_attn_is_refused_in_one_line_when_the_config_as
 
 def test_without_flash_attn_the_default_trains_packed_on_torch_varlen(no_flash_attn, four_gpus):
     config = compose_experiment(SEAL)
-    choice = launcher.attention_of(config)
+    choice = configure_attention(config)
     assert (choice.kernel, choice.problem, launcher.gpu_problem(config)) == ("torch_varlen", None, None)
     model = config.actor_rollout_ref.model
     assert model.override_config.attn_implementation == "torch_varlen"
@@ -484,3 +486,38 @@ def test_a_missing_experiment_file_is_refused_in_one_line_without_importing_the_
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("launcher: ") and says in line
     assert imported == []
+
+
+# -- seal train: the same launch under the `seal` command ---------------------------------------------------
+def test_seal_train_prints_the_plan_launcher_py_prints(capsys, monkeypatch, tmp_path):
+    """`seal train` and `python launcher.py` are one launch: same lines, same plan, same exit status."""
+    from seal.cli import main as seal
+
+    monkeypatch.chdir(tmp_path)
+    with service_in_thread() as url:
+        argv = ["--conf", SEAL, "--dry-run", "--env-url", url]
+        assert launcher.main(argv) == 0
+        by_launcher = capsys.readouterr()
+        assert seal(["train", *argv]) == 0
+        by_seal = capsys.readouterr()
+    assert by_seal.out == by_launcher.out and "dry run:" in by_seal.out
+    assert plan_values(by_seal.out)["environment service"] == f"{url} (already running: used as it is)"
+    assert (
+        seal(["train", "--conf", "exp/SEAL_typo.yaml"])
+        == launcher.main(["--conf", "exp/SEAL_typo.yaml"])
+        == 2
+    )
+    assert capsys.readouterr().err.count("launcher: no experiment file") == 2
+
+
+def test_seal_train_help_is_answered_without_importing_the_trainer():
+    script = (
+        "import json, sys\nfrom seal.cli import main\n"
+        "try:\n    main(['train', '--help'])\nexcept SystemExit as exit:\n    code = exit.code\n"
+        f"print(json.dumps([m for m in {SLOW_TO_IMPORT!r} + ('fastapi',) if m in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env(), capture_output=True, text=True, timeout=120
+    )
+    assert "--conf" in done.stdout and "usage: seal train" in done.stdout
+    assert json.loads(done.stdout.splitlines()[-1]) == []

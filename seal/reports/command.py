@@ -19,21 +19,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from seal.flags import command_parser
+
 PROG = "seal report"
+HELP = "pass rates and per-step numbers of training runs"
 
 
 def make_parser(subparsers: Any = None) -> argparse.ArgumentParser:
     """The parser of `seal report`, standalone or as a sub-command of `seal` (`subparsers`)."""
-    options: dict[str, Any] = {
-        "description": __doc__,
-        "formatter_class": argparse.RawDescriptionHelpFormatter,
-    }
-    if subparsers is None:
-        parser = argparse.ArgumentParser(prog=PROG, **options)
-    else:
-        parser = subparsers.add_parser(
-            "report", help="pass rates and per-step numbers of training runs", **options
-        )
+    parser = command_parser(subparsers, "report", prog=PROG, help=HELP, description=__doc__)
     parser.add_argument(
         "runs", nargs="+", type=Path, metavar="RUN", help="run folder(s), e.g. experiments/SEAL; at most two"
     )

@@ -21,7 +21,6 @@ from omegaconf.errors import OmegaConfBaseException
 
 from seal.bfcl.tasks import SPLITS
 from seal.dataset import DATA_DIR, parquet_bytes
-from seal.trainer.launch.kernel import AttentionError, configure_attention
 from seal.trainer.rl.agent_loop import agent_loop_config_path
 from seal.trainer.settings import SealSettings, settings_from_config
 from seal.trainer.sft_settings import is_sft
@@ -118,8 +117,8 @@ def ensure_data(config: DictConfig) -> list[Path]:
 
 
 def train(config: DictConfig) -> None:
-    """verl's `main()` for SEAL: set the device, build missing data, resolve `seal.attention` (a launcher's
-    config is resolved already; again it changes nothing), validate, run PPO (SealTaskRunner)."""
+    """verl's `main()` for SEAL, on a config the launch has resolved (`seal.attention` included): set the
+    device, build missing data, validate, run PPO (SealTaskRunner)."""
     from verl.trainer.main_ppo import run_ppo
     from verl.utils.device import auto_set_device
 
@@ -127,12 +126,6 @@ def train(config: DictConfig) -> None:
 
     auto_set_device(config)
     ensure_data(config)
-    try:
-        attention = configure_attention(config)
-    except AttentionError as exc:
-        raise ExperimentError(str(exc)) from exc
-    if attention.problem is not None:
-        raise ExperimentError(attention.problem)
     validate_experiment(config)
     run_ppo(config, task_runner_class=SealTaskRunner)
 

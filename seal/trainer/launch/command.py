@@ -19,12 +19,10 @@ Exit status: 0 done, 1 a check or the run failed, 2 a bad command line or config
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import json
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -33,19 +31,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
-    from seal.trainer.launch.kernel import AttentionChoice
-    from seal.trainer.settings import SealSettings
-
 # Everything else is imported where it is used: verl, tensordict and the trainer take seconds to load,
 # and `--help` or a mistyped path should be answered at once.
 
+PROG = "launcher.py"
+HELP = "train an experiment (exp/*.yaml): check it, bring up its environment, train, test"
 SERVICE_LOG = "env_service.log"
 TRAINED_MARK = "trained.json"
 """Written into the run folder when training returned normally: `--test` on a finished run skips training."""
 
 
 class LaunchError(Exception):
-    """A launch that cannot go on: a one-line reason and the exit status."""
+    """A launch that cannot go on for a reason the launcher itself finds: a one-line reason and the exit
+    status. The other one-line errors are the checks' own (`refusal_of`)."""
 
     def __init__(self, message: str, status: int = 1) -> None:
         super().__init__(message)
@@ -70,10 +68,11 @@ def verl_entry() -> Entry:
     return Entry(train=train, evaluate_test=evaluate_test)
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="launcher.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def make_parser(subparsers: Any = None) -> argparse.ArgumentParser:
+    """The launcher's parser: `launcher.py`'s own, or `seal train`'s when `subparsers` is `seal`'s."""
+    from seal.flags import command_parser
+
+    parser = command_parser(subparsers, "train", prog=PROG, help=HELP, description=__doc__)
     parser.add_argument("--conf", type=Path, required=True, help="experiment config, e.g. exp/SEAL.yaml")
     service = parser.add_mutually_exclusive_group()
     service.add_argument(
@@ -89,23 +88,62 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="after training (skipped on a finished run): test the best-val and the last checkpoint",
     )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, key=value (after --)")
-    return parser.parse_args(argv)
+    parser.set_defaults(handler=run)
+    return parser
 
 
 def main(argv: Sequence[str] | None = None, entry: Entry | None = None) -> int:
-    args = parse_args(argv)
+    """`python launcher.py ...`."""
+    args = make_parser().parse_args(argv)
+    return run(args, entry, list(sys.argv if argv is None else argv))
+
+
+def run(args: argparse.Namespace, entry: Entry | None = None, argv: list[str] | None = None) -> int:
+    """Launch `args` (`launcher.py`'s or `seal train`'s): the one place a launch's errors become a line and an
+    exit status. A check's or the run's one-line error exits 1 or 2 (`refusal_of`); Ctrl-C or SIGTERM 130,
+    with the service stopped; any other error goes on, with its traceback."""
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         check_conf(args.conf)
-        return launch(args, entry or verl_entry(), list(sys.argv if argv is None else argv))
-    except LaunchError as exc:
-        print(f"launcher: {exc}", file=sys.stderr)
-        return exc.status
+        return launch(args, entry or verl_entry(), list(sys.argv) if argv is None else argv)
     except KeyboardInterrupt:
         print("launcher: interrupted; the environment service (if started) is stopped", file=sys.stderr)
         return 130
+    except Exception as exc:
+        refusal = refusal_of(exc)
+        if refusal is None:
+            raise
+        message, status = refusal
+        print(f"launcher: {message}", file=sys.stderr)
+        return status
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def refusal_of(exc: BaseException) -> tuple[str, int] | None:
+    """The line and exit status of an error that ends a launch without a traceback: 2 for a bad command line
+    or config, 1 for a failed check, a service that would not start, or a run its environment stopped
+    (`EnvServiceFailure`, also when Ray hands it over wrapped); None for any other error."""
+    if isinstance(exc, LaunchError):
+        return str(exc), exc.status
+    from seal.env.process import ServiceStartError
+    from seal.trainer.experiment import ExperimentError
+    from seal.trainer.launch.kernel import AttentionError
+    from seal.trainer.launch.override_keys import OverrideKeyError
+    from seal.trainer.launch.override_types import OverrideTypeError
+    from seal.trainer.launch.sft import SFTRunError
+    from seal.trainer.preflight import PreflightError
+    from seal.trainer.rl.env_failures import env_service_failure_in
+    from seal.trainer.sft.data import SFTDataError
+
+    failure = env_service_failure_in(exc)
+    if failure is not None:
+        return str(failure), 1
+    if isinstance(exc, ExperimentError | OverrideKeyError | OverrideTypeError | AttentionError):
+        return str(exc), 2
+    if isinstance(exc, PreflightError | ServiceStartError | SFTDataError | SFTRunError):
+        return str(exc), 1
+    return None
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -120,37 +158,39 @@ def check_conf(conf: Path) -> None:
 
 
 def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
+    """Compose, resolve the attention kernel and build the settings once, check the data, bring up the
+    environment and preflight it, print the plan; unless a dry run: record, train, test."""
+    from seal.trainer.experiment import validate_experiment
+    from seal.trainer.launch.environment import environment, preflight, service_row
     from seal.trainer.launch.holdout import TEST_FILE
+    from seal.trainer.launch.kernel import configure_attention
     from seal.trainer.launch.plan import format_plan, plan_rows
     from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
-    from seal.trainer.preflight import PreflightError, check_data, data_files
+    from seal.trainer.preflight import check_data, data_files
     from seal.trainer.sft_settings import is_sft
 
     config = compose(args.conf, args.overrides)
     if is_sft(config):
         return launch_sft(args, config, entry, argv)
-    attention = attention_of(config)
+    attention = configure_attention(config)
     if entry.needs_gpus and not args.dry_run:
         problem = gpu_problem(config) or attention.problem
         if problem is not None:
             raise LaunchError(problem)
-    settings = validate(config)
+    settings = validate_experiment(config, check_data=False)
     if settings.rollout.env_backend == "ray" and (args.with_bfcl or args.env_url):
         raise LaunchError(
             "--with-bfcl and --env-url name an HTTP service; seal.rollout.env_backend=ray uses none", 2
         )
     run_dir = Path(config.trainer.default_local_dir).parent
-    try:
-        for data in check_data(data_files(config, TEST_FILE if args.test else None)):
-            print(f"data  {data.split:5s} {data.path}{'  (built)' if data.built else ''}")
-    except PreflightError as exc:
-        raise LaunchError(str(exc)) from exc
+    for data in check_data(data_files(config, TEST_FILE if args.test else None)):
+        print(f"data  {data.split:5s} {data.path}{'  (built)' if data.built else ''}")
     stamp = launch_stamp()
     log = None if args.dry_run else run_dir / SERVICE_LOG
     url = args.env_url or settings.rollout.env_url
     with environment(args.with_bfcl, url, settings, config, log) as service:
-        settings = preflight(config, service)
-        print(format_plan(plan_rows(config, settings, service_row(service, url, args))))
+        preflight(config, settings, service)
+        print(format_plan(plan_rows(config, settings, attention, service_row(service, url, args))))
         if args.dry_run:
             print("\ndry run: config, data and environment are ready; nothing was started on a GPU")
             return 0
@@ -167,42 +207,16 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
         if args.test and finished(run_dir, config):
             print(f"{run_dir} holds a finished run: training skipped")
         else:
-            train(entry, config)
+            entry.train(config)
             mark_finished(run_dir, config)
         if args.test:
             print(json.dumps(entry.evaluate_test(config)["test"], indent=2))
     return 0
 
 
-def train(entry: Entry, config: DictConfig) -> None:
-    """Run the entry's training; a run stopped by its environment service ends in that one line."""
-    from seal.trainer.rl.env_failures import env_service_failure_in
-
-    try:
-        entry.train(config)
-    except Exception as exc:
-        failure = env_service_failure_in(exc)
-        if failure is None:
-            raise
-        raise LaunchError(str(failure)) from exc
-
-
-def service_row(service: dict[str, Any], asked: str, args: argparse.Namespace) -> str:
-    """The plan's environment row: the service the run uses, and whether it outlives this command."""
-    if service.get("backend") == "ray":
-        return "none (seal.rollout.env_backend=ray: environment actors instead)"
-    if not service["started_by_launcher"]:
-        return f"{service['url']} (already running: used as it is)"
-    why = "--with-bfcl" if args.with_bfcl else f"none answers at {asked}"
-    if args.dry_run:
-        return f"one the launch starts ({why}); the one this dry run checked is stopped"
-    return f"{service['url']}, started for this launch ({why}), pid {service['pid']}; stopped with it"
-
-
 def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv: list[str]) -> int:
     """Check, preflight and plan an SFT experiment; unless a dry run: build its rows, record, train, and
     print the model folder that `actor_rollout_ref.model.path` takes."""
-    from seal.trainer.experiment import ExperimentError
     from seal.trainer.launch.plan import format_plan
     from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
     from seal.trainer.launch.sft import (
@@ -213,7 +227,6 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
         train_sft,
         validate_sft,
     )
-    from seal.trainer.sft.data import SFTDataError
 
     if args.test or args.with_bfcl or args.env_url:
         raise LaunchError("an SFT experiment takes no --test, --with-bfcl or --env-url", status=2)
@@ -221,22 +234,14 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
         problem = gpu_problem(config)
         if problem is not None:
             raise LaunchError(problem)
-    try:
-        settings = validate_sft(config)
-    except ExperimentError as exc:
-        raise LaunchError(str(exc), status=2) from exc
-    try:
-        for row in preflight_sft(config, settings):
-            print(
-                f"episode  {row.task_id}: {row.tokens} tokens, {row.trained} trained, reward {row.reward:g}"
-            )
-        print(format_plan(sft_plan_rows(config, settings)))
-        if args.dry_run:
-            print("\ndry run: config and rows are ready; nothing was written or started on a GPU")
-            return 0
-        built = ensure_sft_data(config, settings)
-    except SFTDataError as exc:
-        raise LaunchError(str(exc)) from exc
+    settings = validate_sft(config)
+    for row in preflight_sft(config, settings):
+        print(f"episode  {row.task_id}: {row.tokens} tokens, {row.trained} trained, reward {row.reward:g}")
+    print(format_plan(sft_plan_rows(config, settings)))
+    if args.dry_run:
+        print("\ndry run: config and rows are ready; nothing was written or started on a GPU")
+        return 0
+    built = ensure_sft_data(config, settings)
     print(f"data  train {config.data.train_files}{'  (built)' if built else ''}")
     run_dir = Path(config.trainer.default_local_dir).parent
     stamp = launch_stamp()
@@ -247,84 +252,26 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
         RECORD_ROOT / str(config.trainer.experiment_name) / stamp, config, args.conf, args.overrides, argv, {}
     )
     print(f"\nlaunch recorded in {record}")
-    try:
-        (entry.train_sft or train_sft)(config, record / "config.yaml", metrics)
-        model = sft_model_path(config)
-    except (RuntimeError, FileNotFoundError) as exc:
-        raise LaunchError(str(exc)) from exc
+    (entry.train_sft or train_sft)(config, record / "config.yaml", metrics)
+    model = sft_model_path(config)
     mark_finished(run_dir, config)
     print(f"SFT model: {model}\n(for RL: -- actor_rollout_ref.model.path={model})")
     return 0
 
 
-def preflight(config: DictConfig, service: dict[str, Any]) -> SealSettings:
-    """Point the run at its service and check that service with the run's settings. With the `ray` backend
-    no actor exists yet: the episodes run on an in-process store built as each actor's is (the trainer
-    plays them again through every node's actors once it has placed them)."""
-    from seal.env.client import InProcessEnvClient
-    from seal.env.store import EpisodeStore
-    from seal.trainer.preflight import PreflightError, check_environment, check_service, preflight_tasks
-    from seal.trainer.settings import episode_capacity, settings_from_config
-
-    ray_backend = service.get("backend") == "ray"
-    if not ray_backend:
-        use_service(config, service["url"])
-    settings = settings_from_config(config)
-    try:
-        if ray_backend:
-            store = EpisodeStore(settings.store(episode_capacity(config)))
-            where = "an in-process store as each environment actor holds"
-            check = check_environment(InProcessEnvClient(store), where, settings, preflight_tasks())
-        else:
-            check = check_service(service["url"], settings, preflight_tasks())
-        report = asyncio.run(check)
-    except PreflightError as exc:
-        raise LaunchError(str(exc)) from exc
-    through = "an in-process store" if ray_backend else "the service"
-    print(f"preflight: ground-truth episodes through {through}, then A-Patch and Evolve on a synthetic batch")
-    for episode in report.episodes:
-        print(f"episode  {episode.task_id} ({episode.mode}): reward {episode.reward:g}, {episode.labels}")
-    print(f"A-Patch  {report.apatch}\nEvolve   {report.evolve}\n")
-    return settings
-
-
 def compose(conf: Path, overrides: Sequence[str]) -> DictConfig:
     """The experiment with its overrides, each override's type checked against the value it replaces
     and its key against the keys something reads."""
-    from seal.trainer.experiment import ExperimentError, compose_experiment
-    from seal.trainer.launch.override_keys import OverrideKeyError, check_override_keys
-    from seal.trainer.launch.override_types import OverrideTypeError, check_override_types
+    from seal.trainer.experiment import compose_experiment
+    from seal.trainer.launch.override_keys import check_override_keys
+    from seal.trainer.launch.override_types import check_override_types
 
-    try:
-        defaults = compose_experiment(conf)
-        if not overrides:
-            return defaults
-        check_override_types(defaults, overrides)
-        check_override_keys(defaults, overrides)
-        return compose_experiment(conf, overrides)
-    except (ExperimentError, OverrideTypeError, OverrideKeyError) as exc:
-        raise LaunchError(str(exc), status=2) from exc
-
-
-def validate(config: DictConfig) -> SealSettings:
-    """verl's and SEAL's checks of the config (the data files are checked, and built, separately)."""
-    from seal.trainer.experiment import ExperimentError, validate_experiment
-
-    try:
-        return validate_experiment(config, check_data=False)
-    except ExperimentError as exc:
-        raise LaunchError(str(exc), status=2) from exc
-
-
-def attention_of(config: DictConfig) -> AttentionChoice:
-    """Resolve `seal.attention` on this machine into the model's verl keys, before Ray starts (a kernel the
-    workers could not load would fail there, minutes into the launch)."""
-    from seal.trainer.launch.kernel import AttentionError, configure_attention
-
-    try:
-        return configure_attention(config)
-    except AttentionError as exc:
-        raise LaunchError(str(exc), status=2) from exc
+    defaults = compose_experiment(conf)
+    if not overrides:
+        return defaults
+    check_override_types(defaults, overrides)
+    check_override_keys(defaults, overrides)
+    return compose_experiment(conf, overrides)
 
 
 def gpu_problem(config: DictConfig) -> str | None:
@@ -360,50 +307,6 @@ def log_metrics_to(config: DictConfig, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
 
 
-def use_service(config: DictConfig, url: str) -> None:
-    """Point the agent loops and the trainer's Evolve (both read `seal.rollout.env_url`) at the service."""
-    config.seal.rollout.env_url = url
-
-
-def service_flags(settings: SealSettings, config: DictConfig) -> list[str]:
-    """The service options that must agree with the config: taxonomy, priority, interface, capacity."""
-    from seal.trainer.settings import episode_capacity
-
-    store = settings.store(episode_capacity(config))
-    flags = ["--taxonomy", store.taxonomy, "--interface-preset", store.interface_preset]
-    if store.priority is not None:
-        flags += ["--priority", ",".join(store.priority)]
-    return [*flags, "--max-episodes", str(store.max_episodes), "--log-level", "warning"]
-
-
-@contextlib.contextmanager
-def environment(
-    fresh: bool, url: str, settings: SealSettings, config: DictConfig, log: Path | None
-) -> Iterator[dict[str, Any]]:
-    """The service the run uses: `url` when it answers and no fresh one is asked for, else a child
-    process that lives exactly as long as this block."""
-    from seal.env.process import ServiceStartError, is_healthy, running_service
-
-    if settings.rollout.env_backend == "ray":
-        print("environment  Ray actors on every node, placed when training starts: no service to start")
-        yield {"backend": "ray", "started_by_launcher": False}
-        return
-    if not fresh and is_healthy(url):
-        print(f"environment  using the running service at {url}")
-        yield {"url": url, "started_by_launcher": False}
-        return
-    if not fresh:
-        print(f"environment  no service answers at {url}: starting one")
-    flags = service_flags(settings, config)
-    try:
-        with running_service(flags, log_path=log) as service:
-            where = f", log {log}" if log else ""
-            print(f"environment  started pid {service.pid} at {service.url}{where}")
-            yield {"url": service.url, "started_by_launcher": True, "pid": service.pid, "flags": flags}
-    except ServiceStartError as exc:
-        raise LaunchError(str(exc)) from exc
-
-
 def _training_length(config: DictConfig) -> dict[str, Any]:
     trainer = config.trainer
     return {"total_epochs": trainer.total_epochs, "total_training_steps": trainer.total_training_steps}
@@ -418,7 +321,3 @@ def finished(run_dir: Path, config: DictConfig) -> bool:
 def mark_finished(run_dir: Path, config: DictConfig) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / TRAINED_MARK).write_text(json.dumps({"length": _training_length(config)}) + "\n")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,7 +13,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from seal.bfcl.tasks import split_ids
-from seal.trainer.launch.kernel import FLASH_ATTENTION, choose_attention
+from seal.trainer.launch.kernel import FLASH_ATTENTION, AttentionChoice
 from seal.trainer.settings import SealSettings
 
 PLAN_WIDTH = 100
@@ -28,9 +28,12 @@ def attention_kernel(config: DictConfig) -> str:
     return str(override.get("attn_implementation") or FLASH_ATTENTION)
 
 
-def plan_rows(config: DictConfig, settings: SealSettings, service: str) -> list[tuple[str, str, str]]:
-    """(what, value, config keys) for every key value of the run; `service` says which environment
-    service the run uses (the launcher knows whether it started one)."""
+def plan_rows(
+    config: DictConfig, settings: SealSettings, attention: AttentionChoice, service: str
+) -> list[tuple[str, str, str]]:
+    """(what, value, config keys) for every key value of the run; `attention` is the kernel the launch
+    resolved, `service` says which environment service the run uses (the launcher knows whether it started
+    one)."""
     actor, rollout = config.actor_rollout_ref.actor, config.actor_rollout_ref.rollout
     trainer, data = config.trainer, config.data
     gpus = trainer.nnodes * trainer.n_gpus_per_node
@@ -80,7 +83,7 @@ def plan_rows(config: DictConfig, settings: SealSettings, service: str) -> list[
         ),
         ("rollout replicas", str(gpus // replica_gpus), "the GPUs divided by rollout TP x DP x PP"),
         ("rollout engine", str(rollout.name), "rollout.name"),
-        attention_row(config),
+        attention_row(config, attention),
         (
             "epochs",
             f"{trainer.total_epochs} ({steps_per_epoch} steps per epoch, {total_steps} steps)",
@@ -126,9 +129,9 @@ def env_actors_row(config: DictConfig, settings: SealSettings) -> tuple[str, str
     )
 
 
-def attention_row(config: DictConfig) -> tuple[str, str, str]:
-    """The kernel `seal.attention` resolves to here, why, and the verl keys it sets."""
-    choice, model = choose_attention(config), config.actor_rollout_ref.model
+def attention_row(config: DictConfig, choice: AttentionChoice) -> tuple[str, str, str]:
+    """The kernel `seal.attention` resolved to here, why, and the verl keys it set."""
+    model = config.actor_rollout_ref.model
     return (
         "attention",
         f"{choice.kernel} ({choice.reason}), remove padding {model.use_remove_padding}, fused kernels "

@@ -171,24 +171,28 @@ def torchrun_command(config: DictConfig, config_file: Path) -> list[str]:
     ]
 
 
+class SFTRunError(RuntimeError):
+    """verl's SFT run failed or left no model folder; the message is one line."""
+
+
 def train_sft(config: DictConfig, config_file: Path, metrics: Path | None) -> None:
-    """Run verl's SFT trainer on the recorded config; RuntimeError when it fails."""
+    """Run verl's SFT trainer on the recorded config; SFTRunError when it fails."""
     paths = [str(PROJECT_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     if metrics is not None:
         env["VERL_FILE_LOGGER_PATH"] = str(metrics.absolute())
     done = subprocess.run(torchrun_command(config, config_file), env=env, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"verl's SFT trainer exited with status {done.returncode}")
+        raise SFTRunError(f"verl's SFT trainer exited with status {done.returncode}")
 
 
 def sft_model_path(config: DictConfig) -> Path:
-    """The Hugging Face folder of the run's latest checkpoint; FileNotFoundError when there is none."""
+    """The Hugging Face folder of the run's latest checkpoint; SFTRunError when there is none."""
     checkpoints = Path(config.trainer.default_local_dir)
     tracker = checkpoints / TRACKER
     if not tracker.is_file():
-        raise FileNotFoundError(f"{checkpoints}: no checkpoint ({TRACKER} is missing)")
+        raise SFTRunError(f"{checkpoints}: no checkpoint ({TRACKER} is missing)")
     folder = checkpoints / f"global_step_{tracker.read_text().strip()}" / HF_FOLDER
     if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")):
-        raise FileNotFoundError(f"{folder}: no Hugging Face model (is hf_model in checkpoint.save_contents?)")
+        raise SFTRunError(f"{folder}: no Hugging Face model (is hf_model in checkpoint.save_contents?)")
     return folder
