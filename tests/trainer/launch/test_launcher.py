@@ -31,10 +31,10 @@ from seal.trainer.preflight import PreflightError, check_data
 from tests.support.launcher_stand_in import ENV_FAILURE, stand_in_entry
 from tests.support.service_thread import service_in_thread
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PAPER_EXPERIMENTS = sorted(
     p for p in (ROOT / "exp").glob("*.yaml") if not p.stem.startswith(("smoke_", "sft_"))
-)  # the RL experiments; tests/test_sft_launch.py launches the SFT ones
+)  # the RL experiments; tests/trainer/launch/test_sft_launch.py launches the SFT ones
 SEAL = str(ROOT / "exp" / "SEAL.yaml")
 
 # The paper's Table 4 (docs/paper_results.md), as the plan prints each row.

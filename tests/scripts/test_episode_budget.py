@@ -12,7 +12,7 @@ from tests.support.rollout_helpers import TASKS, model_folder
 from tests.support.script_module import load_script
 
 episode_budget = load_script("episode_budget")
-EXP = Path(__file__).resolve().parents[1] / "exp"
+EXP = Path(__file__).resolve().parents[2] / "exp"
 SEAL_YAML = EXP / "SEAL.yaml"
 
 

@@ -22,9 +22,9 @@ from seal.trainer.launch import command as launcher
 from seal.trainer.launch import sft
 from seal.trainer.sft.data import sft_rows as real_sft_rows
 from tests.support.rollout_helpers import model_folder
-from tests.test_launcher import plan_values
+from tests.trainer.launch.test_launcher import plan_values
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SFT = str(ROOT / "exp" / "sft_warmstart.yaml")
 TASKS = tuple(split_ids("train")[:2])
 

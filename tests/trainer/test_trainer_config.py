@@ -20,7 +20,8 @@ from tests.support.chatml import chatml_tokenizer
 
 EXP = PROJECT_ROOT / "exp"
 EXPERIMENTS = sorted(path.stem for path in EXP.glob("*.yaml") if not path.stem.startswith("sft_"))
-"""The RL experiments; the SFT ones (sft_*.yaml) are composed and launched in tests/test_sft_launch.py."""
+"""The RL experiments; the SFT ones (sft_*.yaml) are composed and launched in
+tests/trainer/launch/test_sft_launch.py."""
 DERIVED = {"trainer.default_local_dir", "trainer.validation_data_dir"}
 """Output folders follow trainer.experiment_name, which every experiment names."""
 

@@ -34,7 +34,7 @@ from tests.support.rollout_helpers import model_folder, row
 from tests.support.script_module import load_script
 from tests.support.service_thread import service_in_thread
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 VANILLA = ROOT / "exp" / "vanilla_grpo.yaml"  # Ω preset `none`: not the in-process store's default
 mask_runs = load_script("check_masks").mask_runs
 prepare_sft = load_script("prepare_sft")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_smoke(tmp_path: Path, *args: str, **variables: str) -> tuple[int, list[list[str]]]:

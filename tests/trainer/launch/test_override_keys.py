@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from seal.trainer.experiment import compose_experiment
 from seal.trainer.launch.override_keys import OverrideKeyError, check_override_keys
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

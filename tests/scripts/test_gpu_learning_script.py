@@ -11,7 +11,7 @@ from pathlib import Path
 
 from seal.trainer.launch import command as launcher
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SFT_MODEL = "/runs/learn_sft/huggingface"
 
 

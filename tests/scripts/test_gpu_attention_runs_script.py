@@ -11,7 +11,7 @@ from pathlib import Path
 
 from seal.trainer.launch import command as launcher
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ONE_EACH = "actor_rollout_ref.actor.use_dynamic_bsz=false"
 EAGER = "actor_rollout_ref.rollout.enforce_eager=true"
 MAKE_RUN_FOLDER = (  # the stand-in launcher leaves the run folder the real one would

@@ -18,7 +18,7 @@ from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import SealSettings
 from tests.support.doubles import trajectory_fields
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "stats_validation_bfcl.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "stats_validation_bfcl.py"
 SHORT = ("base", "miss_func", "miss_param", "long_context")
 
 # Passing tasks per category (base, miss_func, miss_param, long_context) in each dump.

@@ -12,7 +12,7 @@ import pytest
 
 from seal.env.process import running_service
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = {
     "seal serve": [sys.executable, "-m", "seal.cli", "serve"],
     "python -m env_service": [sys.executable, "-m", "env_service"],
@@ -69,10 +69,12 @@ def test_every_line_the_service_logs_is_json_uvicorn_s_included(tmp_path):
 
 
 def test_every_flag_of_every_seal_command_has_help():
-    from seal.cli import build_parser
+    from seal.cli import COMMANDS, build_parser
 
-    (commands,) = [action for action in build_parser()._actions if action.dest == "command"]
-    for name, parser in commands.choices.items():
+    for name in COMMANDS:
+        (commands,) = [action for action in build_parser(name)._actions if action.dest == "command"]
+        parser = commands.choices[name]
+        assert len(parser._actions) > 1, f"seal {name} has no options"
         for action in parser._actions:
             if action.option_strings and action.dest != "help":
                 assert action.help, f"seal {name} {action.option_strings[0]}"

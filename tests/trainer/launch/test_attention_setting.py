@@ -18,7 +18,7 @@ from seal.trainer.launch.kernel import (
 )
 from seal.trainer.settings import settings_from_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

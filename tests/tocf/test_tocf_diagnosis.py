@@ -514,7 +514,7 @@ def test_priority_only_matters_for_failing_reached_turns(t: TurnEvidence, priori
 
 
 def test_tocf_imports_only_stdlib_itself_and_the_verifier_record() -> None:
-    package = Path(__file__).resolve().parents[1] / "seal" / "tocf"
+    package = Path(__file__).resolve().parents[2] / "seal" / "tocf"
     for path in package.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []

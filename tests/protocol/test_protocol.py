@@ -29,7 +29,7 @@ from seal.protocol import (
 )
 from seal.protocol.qwen_fc import NO_VALID_BLOCK, STRAY_TAG, find_blocks
 
-CASES = Path(__file__).parent / "data" / "diagnosis_cases.jsonl"
+CASES = Path(__file__).resolve().parents[1] / "data" / "diagnosis_cases.jsonl"
 QWEN = QwenFCProtocol()
 LLAMA = Llama3JsonProtocol()
 PYLIST = PythonListProtocol()

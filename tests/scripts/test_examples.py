@@ -10,7 +10,7 @@ from pathlib import Path
 from seal.cli import main as seal
 from tests.support.script_module import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
 
