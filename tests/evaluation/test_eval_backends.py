@@ -7,6 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
+import pytest
+
 from seal.env.process import running_service
 from seal.evaluation.command import add_eval_arguments, run_eval_command
 from tests.support.scripted_endpoint import Script, serve
@@ -57,8 +59,9 @@ def test_env_url_without_the_http_backend_is_a_usage_error(tmp_path: Path, capsy
     assert "--env-url names an environment service" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("transfer_queue")  # the session's local Ray (tests/conftest.py), shared
 def test_environment_actors_on_a_local_ray_play_the_same_episodes(tmp_path: Path):
-    """On the Ray this process is connected to, or a local one started for the run and stopped after."""
+    """On the Ray this process is connected to: the actors are placed for the run and removed after."""
     tasks = TASKS[:2]
     with serve(Script(tasks, noisy=True, window=9000)) as url:
         assert run(url, tmp_path / "inprocess", tasks) == 0
