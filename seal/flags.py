@@ -2,7 +2,8 @@
 
 A field becomes `--field-name` (or the `flag` of its metadata); its type, default, `choices` and
 `help` come from the field. A field whose type is itself a settings dataclass contributes its own
-fields as flags, flat. `settings_from_flags` builds the dataclass back from the parsed arguments.
+fields as flags, flat. `settings_from_flags` builds the dataclass back from the parsed arguments, and
+`to_flags` writes settings as the flags that give them (to start a service with a run's settings).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
         meta = field.metadata
         if "help" not in meta:
             raise TypeError(f"{cls.__name__}.{field.name} has no help: declare it with setting()")
-        flag = meta["flag"] or "--" + field.name.replace("_", "-")
+        flag = _flag(field)
         default = field.default
         shown = ",".join(default) if isinstance(default, tuple) else default
         choices = meta["choices"]
@@ -105,6 +106,24 @@ def command_parser(
     if subparsers is None:
         return argparse.ArgumentParser(prog=prog, **options)
     return subparsers.add_parser(name, help=help, **options)
+
+
+def _flag(field: dataclasses.Field) -> str:
+    return field.metadata["flag"] or "--" + field.name.replace("_", "-")
+
+
+def to_flags(settings: Any) -> list[str]:
+    """The command line that gives `settings` (a dataclass of `setting` fields): a flag for each field
+    whose value is not its default, so the command's own defaults stay its defaults."""
+    flags: list[str] = []
+    for field in dataclasses.fields(settings):
+        value = getattr(settings, field.name)
+        if dataclasses.is_dataclass(value):
+            flags += to_flags(value)
+        elif value != field.default:
+            text = ",".join(value) if isinstance(value, tuple) else str(value)
+            flags += [_flag(field), text]
+    return flags
 
 
 def settings_from_flags(cls: type[S], args: argparse.Namespace) -> S:

@@ -20,8 +20,8 @@ from env_service.middleware import ACCESS_LOG
 from seal.bfcl.isolation import leftover_instances
 from seal.cli import build_parser
 from seal.env.interface import GUIDELINE_HEADER
-from seal.env.store import EpisodeStore
-from seal.flags import settings_from_flags
+from seal.env.store import EpisodeStore, StoreSettings
+from seal.flags import settings_from_flags, to_flags
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.tocf.labels import DEFAULT_PRIORITY
 from seal.tocf.profile import FailureProfile
@@ -518,6 +518,22 @@ def test_both_service_commands_take_their_flags_and_defaults_from_the_settings_d
     args = module_parser().parse_args(["--priority", order, "--port", "0"])
     chosen = settings_from_flags(ServiceSettings, args)
     assert chosen.store.priority == tuple(order.split(",")) and chosen.port == 0
+
+
+@pytest.mark.parametrize(
+    "store",
+    [
+        StoreSettings(),
+        StoreSettings(max_episodes=2048, ttl_s=60.0, interface_preset="full", max_steps=40),
+        StoreSettings(
+            taxonomy="paper", priority=("argument_mismatch", "invalid_tool_call", *DEFAULT_PRIORITY[2:])
+        ),
+    ],
+)
+def test_settings_written_as_flags_parse_back_to_the_same_settings(store: StoreSettings):
+    """What a launch starts its service with (`to_flags`) is what the service then holds."""
+    args = parse_args(to_flags(store))
+    assert settings_from_flags(ServiceSettings, args) == ServiceSettings(store=store)
 
 
 def test_a_bad_priority_is_refused_with_its_reason(capsys):

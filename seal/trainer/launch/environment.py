@@ -17,6 +17,7 @@ from omegaconf import DictConfig
 from seal.env.client import InProcessEnvClient
 from seal.env.process import is_healthy, running_service
 from seal.env.store import EpisodeStore
+from seal.flags import to_flags
 from seal.trainer.preflight import check_environment, check_service, preflight_tasks
 from seal.trainer.settings import SealSettings, episode_capacity
 
@@ -45,12 +46,9 @@ def environment(
 
 
 def service_flags(settings: SealSettings, config: DictConfig) -> list[str]:
-    """The service options that must agree with the config: taxonomy, priority, interface, capacity."""
-    store = settings.store(episode_capacity(config))
-    flags = ["--taxonomy", store.taxonomy, "--interface-preset", store.interface_preset]
-    if store.priority is not None:
-        flags += ["--priority", ",".join(store.priority)]
-    return [*flags, "--max-episodes", str(store.max_episodes), "--log-level", "warning"]
+    """The service's options for the run: its store as the run's settings make it (taxonomy, priority,
+    interface, room for the run's episodes), and a quiet log."""
+    return [*to_flags(settings.store(episode_capacity(config))), "--log-level", "warning"]
 
 
 def preflight(config: DictConfig, settings: SealSettings, service: dict[str, Any]) -> None:
