@@ -31,8 +31,8 @@ from tests.launcher_stand_in import ENV_FAILURE, stand_in_entry
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_EXPERIMENTS = sorted(
-    p for p in (ROOT / "exp").glob("*.yaml") if not p.stem.startswith(("smoke_", "sft_"))
-)  # the RL experiments; tests/test_sft_launch.py launches the SFT ones
+    p for p in (ROOT / "exp").glob("*.yaml") if not p.stem.startswith(("smoke_", "sft_", "learn_"))
+)  # the paper's RL experiments; tests/test_sft_launch.py launches the SFT ones
 SEAL = str(ROOT / "exp" / "SEAL.yaml")
 
 # The paper's Table 4 (docs/paper_results.md), as the plan prints each row.

@@ -62,6 +62,8 @@ def resolve_paths(config: DictConfig) -> None:
     if is_sft(config):
         data.train_files = str(Path(data.train_files).expanduser().absolute())
         config.sft.episodes = _project_path(config.sft.episodes)
+        if config.sft.get("extra_episodes"):
+            config.sft.extra_episodes = _project_path(config.sft.extra_episodes)
         return
     for key in ("train_files", "val_files"):
         data[key] = _project_path(data[key])
