@@ -101,7 +101,13 @@ def plan_rows(
             "seal.interface.preset, seal.interface.adapt",
         ),
         *(
-            [("Ω at the first step", omega_start, "the service's Ω; launcher --adopt-omega")]
+            [
+                (
+                    "Ω at the first step",
+                    omega_start,
+                    "seal.interface.preset; a running service's Ω with launcher --adopt-omega",
+                )
+            ]
             if omega_start
             else []
         ),
