@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader
 
 import launcher
 from env_service.process import running_service
+from seal.env.omega_state import omega_digest
 from seal.tocf import FailureProfile
 from seal.tocf.labels import ARGUMENT_MISMATCH, RESPONSE_MISMATCH, STATE_MISMATCH
 from seal.trainer import experiment
@@ -217,7 +218,14 @@ def test_the_run_length_counts_as_verl_s_dataloader_and_loop(rows, batch, epochs
     assert length.steps == steps
 
 
-def test_the_dry_run_plans_the_steps_the_run_will_do(composed_once, capsys):
+def a_checkpoint(folder: Path, step: int = 4) -> Path:
+    """A run folder's checkpoints as verl's tracker file names them (what `resume_mode=auto` finds)."""
+    (folder / f"global_step_{step}").mkdir(parents=True)
+    (folder / "latest_checkpointed_iteration.txt").write_text(str(step))
+    return folder
+
+
+def test_the_dry_run_plans_the_steps_the_run_will_do(composed_once, capsys, workdir):
     ray = ["seal.rollout.env_backend=ray"]
     assert launcher.main(["--conf", SEAL, "--dry-run", "--", *ray]) == 0
     plan = plan_values(capsys.readouterr().out)
@@ -229,6 +237,10 @@ def test_the_dry_run_plans_the_steps_the_run_will_do(composed_once, capsys):
         "5 (2 steps per epoch of 16 train rows (data.train_max_samples of 400); 10 steps: "
         "trainer.total_training_steps)"
     )
+    resumed = f"trainer.default_local_dir={a_checkpoint(workdir / 'ray_run' / 'checkpoints')}"
+    assert launcher.main(["--conf", SEAL, "--dry-run", "--", *ray, resumed]) == 0
+    start = plan_values(capsys.readouterr().out)["Ω at the first step"]
+    assert start == "the checkpoint's (global_step_4), sent to the environment on resume"
 
 
 # -- files ------------------------------------------------------------------------------------------------
@@ -296,10 +308,11 @@ def test_a_running_service_holding_another_omega_is_refused_unless_adopted_or_re
         assert start.startswith("the running service's Ω v3, guidelines [State-aware, Format, Schema]")
         assert start.endswith("adopted (--adopt-omega) instead of v0 of preset full")
 
-        checkpoints = workdir / "resumed" / "checkpoints"
-        (checkpoints / "global_step_4").mkdir(parents=True)
-        (checkpoints / "latest_checkpointed_iteration.txt").write_text("4")
+        checkpoints = a_checkpoint(workdir / "resumed" / "checkpoints")
         assert launcher.main([*argv, "--", f"trainer.default_local_dir={checkpoints}"]) == 0
         start = plan_values(capsys.readouterr().out)["Ω at the first step"]
-        assert start.startswith("the checkpoint's (global_step_4), sent to the service on resume")
+        assert start.startswith("the checkpoint's (global_step_4), sent to the environment on resume; ")
+        assert start.endswith(
+            "the service holds Ω v3, guidelines [State-aware, Format, Schema], digest " + omega_digest(held)
+        )
         assert json.loads(httpx.get(f"{service.url}/interface").text) == held  # a dry run changes nothing

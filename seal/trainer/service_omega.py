@@ -28,18 +28,19 @@ def omega_start(config: DictConfig, settings: SealSettings, service: dict[str, A
     """The plan's words for the Ω of the first step; LaunchCheckError for a running service that holds
     another Ω than the experiment's start, neither replaced by a resume nor adopted."""
     start = f"v0 of preset {settings.interface.preset}"
+    checkpoint = resume_checkpoint(config) if settings.interface.adapt else None
+    resumed = (
+        f"the checkpoint's ({checkpoint.name}), sent to the environment on resume" if checkpoint else None
+    )
     if service.get("backend") == "ray" or service.get("started_by_launcher"):
-        return f"{start} (a fresh environment)"
+        return resumed or f"{start} (a fresh environment)"
     url = service["url"]
     served = asyncio.run(_served_omega(url, settings))
     if is_start(served, settings.interface.preset):
-        return f"{start} (the running service serves it)"
+        return resumed or f"{start} (the running service serves it)"
     held = f"Ω {describe_omega(served)}"
-    checkpoint = resume_checkpoint(config) if settings.interface.adapt else None
-    if checkpoint is not None:
-        return (
-            f"the checkpoint's ({checkpoint.name}), sent to the service on resume; the service holds {held}"
-        )
+    if resumed:
+        return f"{resumed}; the service holds {held}"
     if adopt:
         return f"the running service's {held}, adopted (--adopt-omega) instead of {start}"
     raise LaunchCheckError(
