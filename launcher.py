@@ -6,6 +6,9 @@
     python launcher.py --conf exp/SEAL.yaml -- actor_rollout_ref.model.path=/models/Qwen2.5-3B-Instruct
     python launcher.py --conf exp/sft_warmstart.yaml -- model.path=/models/SmolLM2-135M-Instruct   # SFT
 
+A value that cannot train (a batch larger than the train rows, `trainer.total_epochs` that would end the
+run before `trainer.total_training_steps`, ...) is refused in one line naming the key and what is allowed.
+
 The service: `--env-url URL` (or `seal.rollout.env_url`) is used when it answers `/healthz`; otherwise, or
 with `--with-bfcl`, the launcher starts one with the config's taxonomy and interface, logs it to the run
 folder and stops it on every way out. With `seal.rollout.env_backend=ray` no service is started: the trainer
@@ -28,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
 # Everything else is imported where it is used: verl, tensordict and the trainer take seconds to load,
 # and `--help` or a mistyped path should be answered at once.
 
+T = TypeVar("T")
+BASE_CONFIG_DIR = Path(__file__).resolve().parent / "seal" / "config"
 SERVICE_LOG = "env_service.log"
 TRAINED_MARK = "trained.json"
 """Written into the run folder when training returned normally: `--test` on a finished run skips training."""
@@ -88,6 +93,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="after training (skipped on a finished run): test the best-val and the last checkpoint",
     )
+    parser.add_argument(
+        "--adopt-omega",
+        action="store_true",
+        help="train from the interface Ω a running environment service holds, though it is not the "
+        "experiment's start (version 0 of seal.interface.preset); without it such a service is refused",
+    )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, key=value (after --)")
     return parser.parse_args(argv)
 
@@ -117,12 +128,19 @@ def check_conf(conf: Path) -> None:
     """The experiment file exists, checked before anything slow is imported."""
     if not conf.is_file() or conf.suffix != ".yaml":
         raise LaunchError(f"no experiment file {conf.absolute()} (expected an exp/*.yaml)", status=2)
+    if conf.resolve().parent == BASE_CONFIG_DIR:
+        raise LaunchError(
+            f"{conf} is a base config that experiments compose, not an experiment (expected an exp/*.yaml)",
+            status=2,
+        )
 
 
 def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
+    from seal.trainer.launch_checks import check_test_protocol
     from seal.trainer.plan import format_plan, plan_rows
     from seal.trainer.preflight import PreflightError, check_data, data_files
     from seal.trainer.run_record import RECORD_ROOT, launch_stamp, write_record
+    from seal.trainer.service_omega import omega_start
     from seal.trainer.sft_settings import is_sft
     from seal.trainer.val_test import TEST_FILE
 
@@ -135,6 +153,8 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
         if problem is not None:
             raise LaunchError(problem)
     settings = validate(config)
+    if args.test:
+        checked(check_test_protocol, config)
     if settings.rollout.env_backend == "ray" and (args.with_bfcl or args.env_url):
         raise LaunchError(
             "--with-bfcl and --env-url name an HTTP service; seal.rollout.env_backend=ray uses none", 2
@@ -150,7 +170,8 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     url = args.env_url or settings.rollout.env_url
     with environment(args.with_bfcl, url, settings, config, log) as service:
         settings = preflight(config, service)
-        print(format_plan(plan_rows(config, settings, service_row(service, url, args))))
+        start = checked(omega_start, config, settings, service, args.adopt_omega, status=1)
+        print(format_plan(plan_rows(config, settings, service_row(service, url, args), start)))
         if args.dry_run:
             print("\ndry run: config, data and environment are ready; nothing was started on a GPU")
             return 0
@@ -215,8 +236,10 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
     )
     from seal.trainer.sft_data import SFTDataError
 
-    if args.test or args.with_bfcl or args.env_url:
-        raise LaunchError("an SFT experiment takes no --test, --with-bfcl or --env-url", status=2)
+    if args.test or args.with_bfcl or args.env_url or args.adopt_omega:
+        raise LaunchError(
+            "an SFT experiment takes no --test, --with-bfcl, --env-url or --adopt-omega", status=2
+        )
     if entry.needs_gpus and not args.dry_run:
         problem = gpu_problem(config)
         if problem is not None:
@@ -293,28 +316,44 @@ def compose(conf: Path, overrides: Sequence[str]) -> DictConfig:
     """The experiment with its overrides, each override's type checked against the value it replaces
     and its key against the keys something reads."""
     from seal.trainer.experiment import ExperimentError, compose_experiment
+    from seal.trainer.experiment_keys import ExperimentKeyError, check_experiment_keys
     from seal.trainer.override_keys import OverrideKeyError, check_override_keys
     from seal.trainer.override_types import OverrideTypeError, check_override_types
 
     try:
         defaults = compose_experiment(conf)
+        check_experiment_keys(conf)
         if not overrides:
             return defaults
         check_override_types(defaults, overrides)
         check_override_keys(defaults, overrides)
         return compose_experiment(conf, overrides)
-    except (ExperimentError, OverrideTypeError, OverrideKeyError) as exc:
+    except (ExperimentError, ExperimentKeyError, OverrideTypeError, OverrideKeyError) as exc:
         raise LaunchError(str(exc), status=2) from exc
 
 
 def validate(config: DictConfig) -> SealSettings:
-    """verl's and SEAL's checks of the config (the data files are checked, and built, separately)."""
+    """verl's and SEAL's checks of the config and its model path (the data files are checked, and built,
+    separately)."""
     from seal.trainer.experiment import ExperimentError, validate_experiment
+    from seal.trainer.launch_checks import check_model_path
 
     try:
-        return validate_experiment(config, check_data=False)
+        settings = validate_experiment(config, check_data=False)
     except ExperimentError as exc:
         raise LaunchError(str(exc), status=2) from exc
+    checked(check_model_path, config)
+    return settings
+
+
+def checked(check: Callable[..., T], *args: Any, status: int = 2) -> T:
+    """`check(*args)`, its LaunchCheckError (seal/trainer/launch_checks.py) a LaunchError."""
+    from seal.trainer.launch_checks import LaunchCheckError
+
+    try:
+        return check(*args)
+    except LaunchCheckError as exc:
+        raise LaunchError(str(exc), status) from exc
 
 
 def attention_of(config: DictConfig) -> AttentionChoice:

@@ -51,15 +51,15 @@ TABLE_4 = {
     "actor KL loss coefficient": "0.001 (low_var_kl)",
     "entropy coefficient": "0",
     "GPUs": "4 (1 node x 4), tensor parallel 1, vLLM async, GPU memory utilisation 0.6",
-    "epochs": "6 (12 steps per epoch, 72 steps)",
+    "epochs": "6 (12 steps per epoch of 400 train rows, 16 unused each epoch; 72 steps)",
 }
 
-# The paper's 3B runs: batch 16, so 400 // 16 = 25 steps per epoch.
+# The paper's 3B runs: batch 16, so 400 // 16 = 25 steps per epoch, every row used.
 TABLE_4_3B = {
     **TABLE_4,
     "base model": "Qwen/Qwen2.5-3B-Instruct",
     "train batch size": "16",
-    "epochs": "6 (25 steps per epoch, 150 steps)",
+    "epochs": "6 (25 steps per epoch of 400 train rows; 150 steps)",
 }
 
 
@@ -152,6 +152,7 @@ def test_every_experiment_dry_runs_with_its_own_service(conf, capsys, monkeypatc
     taxonomy, interface, apatch = EXPECTED_SEAL_PARTS[conf.stem]
     assert plan["diagnosis taxonomy"] == taxonomy
     assert plan["interface Ω"] == interface
+    assert plan["Ω at the first step"] == f"v0 of {interface.split(',')[0]} (a fresh environment)"
     assert plan["A-Patch"].split(",")[0] == apatch
     assert out.count("): reward 1,") == 8  # four categories, train and eval mode
     assert plan["environment service"].startswith("one the launch starts (--with-bfcl)")
@@ -165,10 +166,13 @@ def test_the_gpu_smoke_runs_dry_run_with_one_rollout_replica_per_gpu(
 ):
     monkeypatch.chdir(tmp_path)
     conf = str(ROOT / "exp" / f"{name}.yaml")
-    overrides = ["actor_rollout_ref.model.path=/m", f"trainer.n_gpus_per_node={gpus}"]
+    model = tmp_path / "m"  # the dry run loads no weights: a folder with a model config will do
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    overrides = [f"actor_rollout_ref.model.path={model}", f"trainer.n_gpus_per_node={gpus}"]
     assert launcher.main(["--conf", conf, "--dry-run", "--with-bfcl", "--", *overrides]) == 0
     plan = plan_values(capsys.readouterr().out)
-    assert plan["base model"] == "/m"
+    assert plan["base model"] == str(model)
     assert plan["GPUs"].startswith(f"{gpus} (1 node x {gpus}), tensor parallel 1")
     assert plan["rollout replicas"] == str(gpus)  # verl's default TP 2 would leave one GPU without a replica
     assert plan["max prompt / response / model length"] == "7680 / 512 / 8192"
