@@ -271,6 +271,16 @@ def test_a_misspelt_key_in_an_experiment_file_is_refused_as_on_the_command_line(
         check_experiment_keys(misspelt)
 
 
+def test_a_top_level_variable_is_read_by_the_interpolations_that_name_it(tmp_path):
+    (tmp_path / "SEAL.yaml").write_text((ROOT / "exp" / "SEAL.yaml").read_text())
+    seeded = tmp_path / "seeded.yaml"
+    seeded.write_text("defaults:\n  - SEAL\n  - _self_\nseed: 3\ndata:\n  seed: ${seed}\n")
+    check_experiment_keys(seeded)
+    seeded.write_text("defaults:\n  - SEAL\n  - _self_\nseed: 3\n")  # nothing interpolates it
+    with pytest.raises(ValueError, match=r"^seeded\.yaml: seed: nothing reads seed"):
+        check_experiment_keys(seeded)
+
+
 @pytest.mark.parametrize("conf", sorted((ROOT / "exp").glob("*.yaml")), ids=lambda path: path.stem)
 def test_every_shipped_experiment_sets_only_keys_something_reads(conf):
     check_experiment_keys(conf)

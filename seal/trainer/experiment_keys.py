@@ -6,12 +6,14 @@ misspelt `tset_freq: 5` under `trainer:` in an exp/*.yaml composed silently, whi
 on the command line was refused. Every key that the experiment file, and each experiment file it composes
 (SEAL_3B composes SEAL), sets must be a key of the base config it starts from (`seal_trainer` or
 `seal_sft`, composed alone), or one something reads there: an entry of a map verl passes on as it is, or
-a field of the dataclass a verl section is built into.
+a field of the dataclass a verl section is built into. A top-level variable that the chain interpolates
+(`seed: 1` read as `${seed}` by exp/learn_seal.yaml) is read by those interpolations.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -24,6 +26,7 @@ from seal.trainer.override_keys import key_problem
 BASE_CONFIGS = ("seal_trainer", "seal_sft")
 """SEAL's base configs (seal/config), which experiments compose and which are not experiments."""
 NOT_SETTINGS = ("defaults", "hydra")
+INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.]*)\}")
 
 
 class ExperimentKeyError(ValueError):
@@ -38,8 +41,11 @@ def check_experiment_keys(conf: Path) -> None:
     if not bases:
         return
     base = base_config(bases[0])
+    variables = {name for _, node in chain for name in interpolated(node)}
     for path, node in chain:
         for key in settings_keys(node):
+            if key in variables and "." not in key:
+                continue
             problem = key_problem(base, key)
             if problem is not None:
                 raise ExperimentKeyError(f"{path.name}: {key}: {problem}")
@@ -53,6 +59,18 @@ def experiment_chain(conf: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
         parent = conf.parent / f"{name}.yaml"
         if name not in BASE_CONFIGS and parent.is_file() and parent != conf:
             yield from experiment_chain(parent)
+
+
+def interpolated(node: Any) -> Iterator[str]:
+    """The keys a file's values interpolate (`${seed}` -> `seed`)."""
+    if isinstance(node, dict):
+        for value in node.values():
+            yield from interpolated(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from interpolated(value)
+    elif isinstance(node, str):
+        yield from INTERPOLATION.findall(node)
 
 
 def _defaults(node: dict[str, Any]) -> list[str]:
