@@ -1,0 +1,55 @@
+"""The endpoint of one `seal eval` run, preflighted, with the context budget its episodes share."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Protocol
+
+from seal.evaluation.budget import ContextBudget, tokenizer_tools
+from seal.evaluation.endpoint import ChatEndpoint, RetryPolicy
+
+
+class EndpointSettings(Protocol):
+    """What every suite's request says about the endpoint and the limits (EvalRequest, SuiteRequest)."""
+
+    base_url: str
+    model: str
+    concurrency: int
+    max_tokens: int
+    max_model_len: int | None
+    max_llm_calls: int
+    max_env_tokens: int
+    tokenizer: str | None
+    timeout: float
+    retries: int
+    backoff: float
+
+
+@asynccontextmanager
+async def budgeted_endpoint(
+    settings: EndpointSettings, api_key: str | None
+) -> AsyncIterator[tuple[ChatEndpoint, ContextBudget]]:
+    """The pooled client after its preflight (raises PreflightError, nothing written), and the budget."""
+    count, codec = (None, None) if settings.tokenizer is None else tokenizer_tools(Path(settings.tokenizer))
+    policy = RetryPolicy(retries=settings.retries, backoff=settings.backoff)
+    async with ChatEndpoint(
+        settings.base_url,
+        settings.model,
+        api_key=api_key,
+        max_tokens=settings.max_tokens,
+        timeout=settings.timeout,
+        policy=policy,
+        max_connections=settings.concurrency,
+    ) as endpoint:
+        served = await endpoint.preflight()
+        budget = ContextBudget(
+            max_tokens=settings.max_tokens,
+            window=settings.max_model_len or served.window,
+            count=count,
+            max_llm_calls=settings.max_llm_calls,
+            max_env_tokens=settings.max_env_tokens,
+            codec=codec,
+        )
+        yield endpoint, budget
