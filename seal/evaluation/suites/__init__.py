@@ -26,7 +26,7 @@ def suite_named(argv: Sequence[str]) -> str:
     return chosen if chosen in SUITES else DEFAULT_SUITE
 
 
-def ood_suite(name: str):  # noqa: ANN201 (the Suite classes import their dependencies lazily)
+def ood_suite(name: str):
     """The Suite object of an out-of-distribution suite."""
     if name == "tau2":
         from seal.evaluation.suites.tau2_bench import Tau2Suite
@@ -44,7 +44,7 @@ def add_suite_arguments(parser: argparse.ArgumentParser, suite: str) -> None:
         choices=list(SUITES),
         default=DEFAULT_SUITE,
         help="; ".join(f"{name}: {text}" for name, text in SUITES.items())
-        + f" (default: %(default)s; --suite NAME --help lists that suite's options)",
+        + " (default: %(default)s; --suite NAME --help lists that suite's options)",
     )
     if suite == DEFAULT_SUITE:
         from seal.evaluation.command import add_eval_arguments

