@@ -1,8 +1,8 @@
 """Scripted OpenAI-compatible endpoints for the out-of-distribution suites (served by
 tests/scripted_endpoint.py's `serve`).
 
-`MemoryOracle` plays BFCL V4 memory: in a prerequisite conversation it stores the first user message of the
-conversation in the backend (kv: archival_memory_add, vector: archival_memory_add, rec_sum: memory_append),
+`MemoryOracle` plays BFCL V4 memory: in the prerequisite conversation where the user gives their name, it stores
+that first message in the backend (kv: archival_memory_add, vector: archival_memory_add, rec_sum: memory_append),
 then acknowledges each turn; asked a question, it first searches the backend (key search, vector retrieval,
 memory_retrieve), then answers in bfcl's answer format with the ground truth (`wrong`: with a wrong answer).
 
@@ -26,6 +26,10 @@ from seal.protocol import DEFAULT_PROTOCOL, get_protocol
 from tests.scripted_endpoint import completion
 
 WRONG_ANSWER = "zqx-unknown"
+STORED_IF = "My name is"
+"""Only the conversation where the user introduces themself is stored (one entry: the vector backend re-embeds
+every entry at each conversation's start, and MiniLM on a busy CPU takes a second a batch)."""
+STORED_CHARS = 120
 DONE_TEXT = "Your request is complete. Is there anything else?"
 STOP = "###STOP###"
 STORE = {"kv": "archival_memory_add", "vector": "archival_memory_add", "rec_sum": "memory_append"}
@@ -97,8 +101,9 @@ class MemoryOracle(ScriptedServer):
                 return self.writer.format_calls([ToolCall(SEARCH[backend], arguments)])
             answer = WRONG_ANSWER if self.wrong else self.answers[last_user][0]
             return str({"answer": answer, "context": "from my memory"})
-        if len(users) == 1 and not called:
-            return self.writer.format_calls([self._store(backend, last_user[:200])])
+        if len(users) == 1 and not called and STORED_IF in last_user:
+            start = last_user.index(STORED_IF)
+            return self.writer.format_calls([self._store(backend, last_user[start : start + STORED_CHARS])])
         return "Noted, thank you."
 
     def _is_result(self, message: dict[str, Any]) -> bool:
