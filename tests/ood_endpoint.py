@@ -1,9 +1,9 @@
 """Scripted OpenAI-compatible endpoints for the out-of-distribution suites (served by
 tests/scripted_endpoint.py's `serve`).
 
-`MemoryOracle` plays BFCL V4 memory: in the prerequisite conversation where the user gives their name, it stores
-that first message in the backend (kv: archival_memory_add, vector: archival_memory_add, rec_sum: memory_append),
-then acknowledges each turn; asked a question, it first searches the backend (key search, vector retrieval,
+`MemoryOracle` plays BFCL V4 memory: in the prerequisite conversation where the user gives their name, it
+stores that first message in the backend (kv and vector: archival_memory_add, rec_sum: memory_append), then
+acknowledges each turn; asked a question, it first searches the backend (key search, vector retrieval,
 memory_retrieve), then answers in bfcl's answer format with the ground truth (`wrong`: with a wrong answer).
 
 `Tau2Agent` plays a tau2 task's expected actions, one call per reply, then tells the user it is done;

@@ -32,7 +32,15 @@ RETRIEVED = {
     "vector": ("similarity_score", "Michael"),
     "rec_sum": ("memory_content", "Michael"),
 }
-"""What each backend's search returns: BM25+-ranked keys, MiniLM + faiss similarities with the text, the memory."""
+"""What each backend's search returns: BM25+-ranked keys, MiniLM + faiss matches with text, the memory."""
+
+
+def eval_argv(suite: str, url: str, *extra: str) -> list[str]:
+    return ["eval", "--suite", suite, "--base-url", url, "--model", "oracle", *extra]
+
+
+def user_flags(url: str) -> list[str]:
+    return ["--user-base-url", url, "--user-model", "user"]
 
 
 def records(out: Path) -> list[dict]:
@@ -42,10 +50,7 @@ def records(out: Path) -> list[dict]:
 def memory_run(tmp_path: Path, oracle: MemoryOracle, name: str, *extra: str) -> tuple[int, Path]:
     out = tmp_path / name
     with serve(oracle) as url:
-        code = main(
-            ["eval", "--suite", "bfcl_v4_memory", "--base-url", url, "--model", "oracle", "--out", str(out)]
-            + ["--limit", "2", *extra]
-        )
+        code = main(eval_argv("bfcl_v4_memory", url, "--out", str(out), "--limit", "2", *extra))
     return code, out
 
 
@@ -61,7 +66,7 @@ def test_memory_ground_truth_answers_score_1_and_wrong_ones_0_on_every_backend(t
     summary = json.loads((out / "summary.json").read_text())
     assert summary["average"] == 100.0 and summary["categories"]["memory_vector"]["n"] == 2
     for backend in BACKENDS:
-        # the prerequisite conversations wrote the backend's memory, flushed into OUT, read back by the questions
+        # the prerequisite conversations wrote the backend's memory, flushed into OUT, read by the questions
         snapshot = next(out.glob(f"bfcl_result/**/memory/{backend}/memory_snapshot/customer_final.json"))
         assert "My name is Michael" in snapshot.read_text()
         searched = [
@@ -109,8 +114,9 @@ def tau2_run(tmp_path: Path, name: str, cases: list[tuple[str, str]], wrong: boo
     domains = ",".join(dict.fromkeys(domain for domain, _ in cases))
     with serve(agent) as url, serve(user) as user_url:
         code = main(
-            ["eval", "--suite", "tau2", "--base-url", url, "--model", "oracle", "--out", str(out)]
-            + ["--domains", domains, "--limit", "1", "--user-base-url", user_url, "--user-model", "user"]
+            eval_argv(
+                "tau2", url, "--out", str(out), "--domains", domains, "--limit", "1", *user_flags(user_url)
+            )
         )
     assert code == 0
     return out
@@ -149,8 +155,9 @@ def test_a_reply_with_a_bad_call_is_rejected_and_answered_again(tmp_path):
     out = tmp_path / "run"
     with serve(agent) as url, serve(user) as user_url:
         main(
-            ["eval", "--suite", "tau2", "--base-url", url, "--model", "oracle", "--out", str(out)]
-            + ["--domains", "airline", "--limit", "1", "--user-base-url", user_url, "--user-model", "user"]
+            eval_argv(
+                "tau2", url, "--out", str(out), "--domains", "airline", "--limit", "1", *user_flags(user_url)
+            )
         )
     (row,) = records(out)
     assert row["reward"] == 1.0 and row["termination"] == "user_stop"
@@ -195,10 +202,7 @@ def test_a_missing_extra_is_refused_in_one_line_before_anything(tmp_path, monkey
         importlib.util, "find_spec", lambda name, *a: None if name == "faiss" else real(name, *a)
     )
     out = tmp_path / "out"
-    code = main(
-        ["eval", "--suite", "bfcl_v4_memory", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
-        + ["--out", str(out)]
-    )
+    code = main(eval_argv("bfcl_v4_memory", "http://127.0.0.1:9/v1", "--out", str(out)))
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and "faiss-cpu" in err and "bash install.sh --ood" in err
     assert not out.exists()

@@ -13,7 +13,6 @@ The API key is read from the environment only and is never written anywhere.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import re
 import sys
@@ -25,10 +24,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from seal.bfcl.tasks import category_of, split_ids
 from seal.evaluation.budget import ContextBudget
-from seal.evaluation.endpoint import ChatEndpoint, PreflightError
+from seal.evaluation.endpoint import ChatEndpoint
 from seal.evaluation.official import rescore
 from seal.evaluation.runner import Progress, run_episodes
-from seal.evaluation.session import budgeted_endpoint
+from seal.evaluation.session import budgeted_endpoint, run_to_exit
 from seal.evaluation.store import OutputError, RunFolder
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from seal.reports import markdown_table, summarize
@@ -398,20 +397,9 @@ def run_eval_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"seal eval: error: {exc}", file=sys.stderr)
         return 2
-    try:
-        report = asyncio.run(evaluate(request, api_key))
-    except PreflightError as exc:
-        print(f"seal eval: error: {exc}", file=sys.stderr)
-        return 1
-    except (OutputError, ValueError, OSError) as exc:
-        print(f"seal eval: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(
-            f"seal eval: interrupted; finished episodes are in {request.out}, rerun with --resume",
-            file=sys.stderr,
-        )
-        return 130
+    report, code = run_to_exit(evaluate(request, api_key), request.out)
+    if report is None:
+        return code
     print(markdown_table(report.summary), end="")
     print(
         f"model {request.model} · base URL {request.meta()['base_url']} · protocol {request.protocol} · "

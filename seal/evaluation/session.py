@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from seal.evaluation.budget import ContextBudget, tokenizer_tools
-from seal.evaluation.endpoint import ChatEndpoint, RetryPolicy
+from seal.evaluation.endpoint import ChatEndpoint, PreflightError, RetryPolicy
+from seal.evaluation.store import OutputError
+
+T = TypeVar("T")
 
 
 class EndpointSettings(Protocol):
@@ -53,3 +58,19 @@ async def budgeted_endpoint(
             codec=codec,
         )
         yield endpoint, budget
+
+
+def run_to_exit(run: Coroutine[Any, Any, T], out: Path) -> tuple[T | None, int]:
+    """Run a whole evaluation; on failure print its one line and give `seal eval`'s exit status: 1 the
+    preflight failed (nothing written), 2 bad arguments or an unusable output folder, 130 interrupted."""
+    try:
+        return asyncio.run(run), 0
+    except PreflightError as exc:
+        print(f"seal eval: error: {exc}", file=sys.stderr)
+        return None, 1
+    except (OutputError, ValueError, OSError) as exc:
+        print(f"seal eval: error: {exc}", file=sys.stderr)
+        return None, 2
+    except KeyboardInterrupt:
+        print(f"seal eval: interrupted; finished work is in {out}, rerun with --resume", file=sys.stderr)
+        return None, 130

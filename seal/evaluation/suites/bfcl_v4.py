@@ -26,11 +26,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import seal.bfcl  # noqa: F401  (points BFCL_PROJECT_ROOT at a cache folder before bfcl_eval loads)
-from seal.evaluation.budget import ContextBudget
-from seal.evaluation.endpoint import ChatEndpoint
 from seal.evaluation.runner import Played
 from seal.evaluation.suites.agentic import AgenticItem, Backend, converse, played, split_question
-from seal.evaluation.suites.common import Suite, SuiteRequest, endpoint_errors
+from seal.evaluation.suites.common import Suite, SuiteRequest, SuiteRun, endpoint_errors
 from seal.evaluation.suites.extras import memory_missing, web_search_missing
 from seal.flags import comma_list, setting
 
@@ -142,18 +140,11 @@ class AgenticSuite(Suite):
     def __init__(self) -> None:
         self.semaphore: asyncio.Semaphore | None = None
 
-    async def _converse(
-        self,
-        request: SuiteRequest,
-        endpoint: ChatEndpoint,
-        budget: ContextBudget,
-        item: AgenticItem,
-        backend: Backend,
-    ) -> Played:
+    async def _converse(self, run: SuiteRun, item: AgenticItem, backend: Backend) -> Played:
         assert self.semaphore is not None
         async with self.semaphore:
-            talk = await converse(endpoint, budget, item, request.protocol, backend)
-        return played(item, request.protocol, talk)
+            talk = await converse(run.endpoint, run.budget, item, run.request.protocol, backend)
+        return played(item, run.request.protocol, talk)
 
 
 class MemorySuite(AgenticSuite):
@@ -208,58 +199,48 @@ class MemorySuite(AgenticSuite):
             _create(class_name, configured["initial_config"][class_name]), tuple(entry["function"])
         )
 
-    async def play(
-        self,
-        request: SuiteRequest,
-        endpoint: ChatEndpoint,
-        budget: ContextBudget,
-        todo: Sequence[str],
-        done: dict[str, dict[str, Any]],
-        record: Any,
-    ) -> None:
-        self.semaphore = asyncio.Semaphore(request.concurrency)
-        result_dir = (request.out / RESULT_FOLDER).resolve()
-        wanted = set(todo) | set(done)
+    async def play(self, run: SuiteRun, todo: Sequence[str]) -> None:
+        """Every (backend, scenario) chain at once; within one, prerequisites in order, then the questions."""
+        self.semaphore = asyncio.Semaphore(run.request.concurrency)
+        wanted = set(todo) | set(run.done)
         chains: dict[tuple[str, str], tuple[list[dict], list[dict]]] = {}
-        for category in self.categories(request):
+        for category in self.categories(run.request):
             for entry in _entries(category):
                 if entry["id"] in wanted:
                     prereqs, questions = chains.setdefault((category, entry["scenario"]), ([], []))
                     (prereqs if "prereq" in entry["id"] else questions).append(entry)
+        await asyncio.gather(
+            *(self._chain(run, prereqs, questions) for prereqs, questions in chains.values())
+        )
 
-        async def chain(category: str, prereqs: list[dict], questions: list[dict]) -> None:
-            blocked: str | None = None
-            for entry in [*prereqs, *questions]:
-                previous = done.get(entry["id"])
-                if previous is not None:
-                    if "prereq" in entry["id"] and "error" in previous:
-                        blocked = blocked or entry["id"]
-                    continue
-                if blocked is not None:
-                    record(self._blocked(entry, blocked, request.protocol))
-                    continue
-                if "prereq" in entry["id"]:
-                    backend = self._backend(entry, result_dir)
-                    result = await self._converse(
-                        request, endpoint, budget, self._item(entry, backend.instance, None), backend
-                    )
-                    if "error" in result.record:
-                        blocked = entry["id"]
-                    else:
-                        backend.instance._flush_memory_to_local_file()
-                    record(result)
-            pending = [e for e in questions if e["id"] not in done]
-            await asyncio.gather(
-                *(self._question(request, endpoint, budget, e, result_dir, record) for e in pending)
-            )
+    async def _chain(self, run: SuiteRun, prereqs: list[dict], questions: list[dict]) -> None:
+        result_dir = (run.request.out / RESULT_FOLDER).resolve()
+        blocked: str | None = None
+        for entry in prereqs:
+            previous = run.done.get(entry["id"])
+            if previous is not None:
+                blocked = blocked or (entry["id"] if "error" in previous else None)
+            elif blocked is not None:
+                run.record(self._blocked(entry, blocked, run.request.protocol))
+            else:
+                backend = self._backend(entry, result_dir)
+                result = await self._converse(run, self._item(entry, backend.instance, None), backend)
+                if "error" in result.record:
+                    blocked = entry["id"]
+                else:
+                    backend.instance._flush_memory_to_local_file()
+                run.record(result)
+        pending = [e for e in questions if e["id"] not in run.done]
+        if blocked is not None:
+            for entry in pending:
+                run.record(self._blocked(entry, blocked, run.request.protocol))
+            return
+        await asyncio.gather(*(self._question(run, entry, result_dir) for entry in pending))
 
-        await asyncio.gather(*(chain(cat, p, q) for (cat, _), (p, q) in chains.items()))
-
-    async def _question(self, request, endpoint, budget, entry, result_dir, record) -> None:
+    async def _question(self, run: SuiteRun, entry: dict[str, Any], result_dir: Path) -> None:
         backend = self._backend(entry, result_dir)
         answers = _answers(_category(entry["id"]), "memory")[entry["id"]]
-        item = self._item(entry, backend.instance, answers)
-        record(await self._converse(request, endpoint, budget, item, backend))
+        run.record(await self._converse(run, self._item(entry, backend.instance, answers), backend))
 
     def _blocked(self, entry: dict[str, Any], by: str, protocol: str) -> Played:
         record = {
@@ -298,18 +279,10 @@ class WebSearchSuite(AgenticSuite):
             for item in _first([e["id"] for e in _entries(category)], request.limit)
         )
 
-    async def play(
-        self,
-        request: SuiteRequest,
-        endpoint: ChatEndpoint,
-        budget: ContextBudget,
-        todo: Sequence[str],
-        done: dict[str, dict[str, Any]],
-        record: Any,
-    ) -> None:
+    async def play(self, run: SuiteRun, todo: Sequence[str]) -> None:
         from bfcl_eval.utils import populate_initial_settings_for_web_search_test_cases
 
-        self.semaphore = asyncio.Semaphore(request.concurrency)
+        self.semaphore = asyncio.Semaphore(run.request.concurrency)
         wanted = set(todo)
 
         async def one(entry: dict[str, Any]) -> None:
@@ -321,7 +294,7 @@ class WebSearchSuite(AgenticSuite):
             system, turns = split_question(entry["question"])
             answers = _answers(category, "web_search")[entry["id"]]
             item = AgenticItem(entry["id"], category, system, turns, functions, answers)
-            record(await self._converse(request, endpoint, budget, item, backend))
+            run.record(await self._converse(run, item, backend))
 
         await asyncio.gather(
             *(one(e) for category in WEB_SEARCH_CATEGORIES for e in _entries(category) if e["id"] in wanted)

@@ -9,27 +9,25 @@ data read), then the items.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit, urlunsplit
 
 from seal.evaluation.budget import ContextBudget
 from seal.evaluation.command import (
-    UsageError,
     _slug,
     add_endpoint_arguments,
     api_key_from_env,
     check_endpoint_arguments,
 )
-from seal.evaluation.endpoint import ChatEndpoint, PreflightError
+from seal.evaluation.endpoint import ChatEndpoint
 from seal.evaluation.runner import Played, Progress
-from seal.evaluation.session import budgeted_endpoint
+from seal.evaluation.session import budgeted_endpoint, run_to_exit
 from seal.evaluation.store import RUN, OutputError, RunFolder
 from seal.evaluation.suites.extras import go_offline
 from seal.flags import add_flags, settings_from_flags
@@ -76,6 +74,22 @@ class SuiteRequest:
         return {**fields, "base_url": shown_url(self.base_url), "options": options}
 
 
+@dataclass
+class SuiteRun:
+    """What a suite plays its items with: the request, the endpoint and its budget, the records so far
+    (resumed ones included) and `record`, which stores a finished item."""
+
+    request: SuiteRequest
+    endpoint: ChatEndpoint
+    budget: ContextBudget
+    done: dict[str, dict[str, Any]]
+    record: Callable[[Played], None]
+
+
+OWN_FIELDS = ("suite", "out", "tokenizer", "options")
+"""SuiteRequest's fields not taken as they are from the parsed options."""
+
+
 class Suite(ABC):
     """One benchmark run through `seal eval --suite NAME`."""
 
@@ -106,17 +120,8 @@ class Suite(ABC):
         """Load what the items need (models, data) once the endpoint answered."""
 
     @abstractmethod
-    async def play(
-        self,
-        request: SuiteRequest,
-        endpoint: ChatEndpoint,
-        budget: ContextBudget,
-        todo: Sequence[str],
-        done: dict[str, dict[str, Any]],
-        record: Any,
-    ) -> None:
-        """Play the `todo` items (`done` holds the resumed records); `record(played)` stores each one
-        as it ends."""
+    async def play(self, run: SuiteRun, todo: Sequence[str]) -> None:
+        """Play the `todo` items; `run.record(played)` stores each one as it ends."""
 
     @abstractmethod
     def summarize(self, records: Sequence[dict[str, Any]], request: SuiteRequest) -> dict[str, Any]:
@@ -152,26 +157,9 @@ def build_suite_request(suite: Suite, args: argparse.Namespace) -> SuiteRequest:
     check_endpoint_arguments(args)
     options = settings_from_flags(suite.settings, args) if suite.settings is not None else None
     out = args.out or Path("outputs") / "eval" / f"{_slug(args.model)}-{suite.name}-{args.protocol}"
-    return SuiteRequest(
-        suite=suite.name,
-        base_url=args.base_url,
-        model=args.model,
-        protocol=args.protocol,
-        limit=args.limit,
-        concurrency=args.concurrency,
-        out=Path(out),
-        resume=args.resume,
-        retry_failed=args.retry_failed,
-        max_tokens=args.max_tokens,
-        max_model_len=args.max_model_len,
-        max_llm_calls=args.max_llm_calls,
-        max_env_tokens=args.max_env_tokens,
-        tokenizer=None if args.tokenizer is None else str(args.tokenizer),
-        timeout=args.timeout,
-        retries=args.retries,
-        backoff=args.backoff,
-        options=options,
-    )
+    shared = {f.name: getattr(args, f.name) for f in fields(SuiteRequest) if f.name not in OWN_FIELDS}
+    tokenizer = None if args.tokenizer is None else str(args.tokenizer)
+    return SuiteRequest(suite=suite.name, out=Path(out), tokenizer=tokenizer, options=options, **shared)
 
 
 def _open_folder(request: SuiteRequest, selection: tuple[str, ...]) -> tuple[RunFolder, dict, int]:
@@ -248,7 +236,7 @@ async def run_suite(suite: Suite, request: SuiteRequest, api_key: str | None) ->
 
         try:
             with folder:
-                await suite.play(request, endpoint, budget, todo, done, record)
+                await suite.play(SuiteRun(request, endpoint, budget, done, record), todo)
         finally:
             progress.close()
     folder.put_in_order(selection)
@@ -271,20 +259,10 @@ def run_suite_command(suite: Suite, args: argparse.Namespace) -> int:
     if why is not None:
         print(f"seal eval: error: {why}", file=sys.stderr)
         return 2
-    try:
-        summary, dropped = asyncio.run(run_suite(suite, request, api_key))
-    except PreflightError as exc:
-        print(f"seal eval: error: {exc}", file=sys.stderr)
-        return 1
-    except (OutputError, UsageError, OSError) as exc:
-        print(f"seal eval: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(
-            f"seal eval: interrupted; finished items are in {request.out}, rerun with --resume",
-            file=sys.stderr,
-        )
-        return 130
+    result, code = run_to_exit(run_suite(suite, request, api_key), request.out)
+    if result is None:
+        return code
+    summary, dropped = result
     print(suite.table(summary), end="")
     print(
         f"suite {suite.name} · model {request.model} · base URL {shown_url(request.base_url)} · "

@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar
 
-from seal.evaluation.budget import ContextBudget
 from seal.evaluation.endpoint import ChatEndpoint, EndpointError, PreflightError
 from seal.evaluation.runner import Played
-from seal.evaluation.suites.common import Suite, SuiteRequest, endpoint_errors, shown_url
+from seal.evaluation.suites.common import Suite, SuiteRequest, SuiteRun, endpoint_errors, shown_url
 from seal.evaluation.suites.extras import tau2_missing
 from seal.flags import comma_list, setting
 
@@ -190,17 +189,10 @@ class Tau2Suite(Suite):
             "messages": len(simulation.messages),
         }
 
-    async def play(
-        self,
-        request: SuiteRequest,
-        endpoint: ChatEndpoint,
-        budget: ContextBudget,
-        todo: Sequence[str],
-        done: dict[str, dict[str, Any]],
-        record: Any,
-    ) -> None:
+    async def play(self, run: SuiteRun, todo: Sequence[str]) -> None:
         from seal.evaluation.suites.tau2_agent import Link
 
+        request = run.request
         options: Tau2Settings = request.options
         loop = asyncio.get_running_loop()
         gate = asyncio.Semaphore(request.concurrency)
@@ -209,13 +201,13 @@ class Tau2Suite(Suite):
         async def one(item: str) -> None:
             domain, rest = item.split("/", 1)
             task_id, trial = rest.rsplit("/", 1)
-            link = Link(loop, endpoint, budget, request.protocol)
+            link = Link(loop, run.endpoint, run.budget, request.protocol)
             async with gate:
                 line = await asyncio.to_thread(
                     self._simulate, request, link, domain, tasks[(domain, task_id)], int(trial)
                 )
             line = {"task_id": item, "category": domain, "tau2_task": task_id, "trial": int(trial), **line}
-            record(Played(line, {"task_id": item, "protocol": request.protocol, "actions": link.actions}))
+            run.record(Played(line, {"task_id": item, "protocol": request.protocol, "actions": link.actions}))
 
         await asyncio.gather(*(one(item) for item in todo))
 
