@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fastapi.responses import PlainTextResponse, Response
 
 from seal.evaluation.suites.extras import go_offline, memory_missing, tau2_missing
 
@@ -249,3 +250,32 @@ def test_bad_suite_options_exit_2_with_one_line(capsys):
     code = main(["eval", "--suite", "tau2", "--base-url", "http://h/v1", "--model", "m", "--domains", "mars"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "--domains takes airline, retail, telecom" in err and "\n" not in err
+
+
+class FailingServer(MemoryOracle):
+    """Answers the model list, fails every chat request (HTTP 500)."""
+
+    async def answer(self, body: dict, headers: dict) -> Response:
+        self.requests.append(body)
+        return PlainTextResponse("internal error", status_code=500)
+
+
+@needs_extras
+def test_a_failed_prerequisite_blocks_its_chain_and_retry_failed_finishes_it(tmp_path, capsys):
+    code, out = memory_run(tmp_path, FailingServer(), "run", "--backends", "kv", "--retries", "0")
+    assert code == 1
+    rows = records(out)
+    assert rows[0]["task_id"] == "memory_kv_prereq_0-customer-0" and "HTTP 500" in rows[0]["error"]
+    blocked = [r for r in rows[1:] if "error" in r]
+    assert len(blocked) == len(rows) - 1
+    assert all(
+        r["error"] == "not run: prerequisite memory_kv_prereq_0-customer-0 failed on the endpoint"
+        for r in blocked
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["scored"] == 0 and summary["endpoint_errors"]["count"] == len(rows)
+
+    code, out = memory_run(tmp_path, MemoryOracle(), "run", "--backends", "kv", "--resume", "--retry-failed")
+    assert code == 0
+    questions = [r for r in records(out) if "reward" in r]
+    assert [r["reward"] for r in questions] == [1.0, 1.0] and not any("error" in r for r in records(out))

@@ -60,6 +60,8 @@ class SuiteRequest:
     timeout: float
     retries: int
     backoff: float
+    api_key_env: str | None
+    """The variable the key was read from (the key itself is never stored)."""
     options: Any = None
 
     def meta(self) -> dict[str, Any]:
@@ -137,19 +139,30 @@ class SuiteProgress(Progress):
     """The bar over every item; the pass rate over the scored ones (a memory prerequisite is not scored)."""
 
     unscored: int = 0
+    """Items already done (resumed) that carry no reward."""
+    desc: str = field(default="")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.bar.set_description(f"seal eval {self.desc}")
         self.bar.update(self.unscored)
 
-    desc: str = field(default="")
-
     def add(self, record: dict[str, Any]) -> None:
         if "reward" in record:
             super().add(record)
         else:
             self.bar.update(1)
+
+
+@dataclass(frozen=True)
+class SuiteOutcome:
+    """What a run ended with: the summary, the lines a resume dropped, the items played now and how many of
+    them the endpoint failed."""
+
+    summary: dict[str, Any]
+    dropped: int
+    ran: int
+    failed: int
 
 
 def build_suite_request(suite: Suite, args: argparse.Namespace) -> SuiteRequest:
@@ -217,8 +230,8 @@ def notes_of(summary: dict[str, Any], dropped: int) -> list[str]:
     return notes
 
 
-async def run_suite(suite: Suite, request: SuiteRequest, api_key: str | None) -> tuple[dict[str, Any], int]:
-    """Preflight, prepare, play (or resume), summarize; returns the summary and the resume's dropped lines."""
+async def run_suite(suite: Suite, request: SuiteRequest, api_key: str | None) -> SuiteOutcome:
+    """Preflight, prepare, play (or resume), summarize."""
     async with budgeted_endpoint(request, api_key) as (endpoint, budget):
         selection = suite.select(request)
         await suite.prepare(request)
@@ -229,7 +242,10 @@ async def run_suite(suite: Suite, request: SuiteRequest, api_key: str | None) ->
             total=len(selection), finished=scored, unscored=len(done) - len(scored), desc=suite.name
         )
 
+        played_now: list[Played] = []
+
         def record(played: Played) -> None:
+            played_now.append(played)
             folder.append(played.action_log, played.record)
             done[played.record["task_id"]] = played.record
             progress.add(played.record)
@@ -242,12 +258,13 @@ async def run_suite(suite: Suite, request: SuiteRequest, api_key: str | None) ->
     folder.put_in_order(selection)
     summary = suite.summarize([done[item] for item in selection if item in done], request)
     folder.write_summary(summary, markdown_report(suite, request, summary, notes_of(summary, dropped)))
-    return summary, dropped
+    return SuiteOutcome(summary, dropped, len(played_now), sum(p.failed for p in played_now))
 
 
 def run_suite_command(suite: Suite, args: argparse.Namespace) -> int:
-    """`seal eval --suite NAME`: 0 when the run completed, 1 when the endpoint was unusable, 2 on bad
-    arguments, a missing extra or an unusable output folder, 130 when interrupted (work so far kept)."""
+    """`seal eval --suite NAME`: 0 when the run completed, 1 when the endpoint was unusable (nothing written)
+    or failed every item it ran, 2 on bad arguments, a missing extra or an unusable output folder, 130 when
+    interrupted (work so far kept)."""
     go_offline()
     try:
         request = build_suite_request(suite, args)
@@ -259,15 +276,14 @@ def run_suite_command(suite: Suite, args: argparse.Namespace) -> int:
     if why is not None:
         print(f"seal eval: error: {why}", file=sys.stderr)
         return 2
-    result, code = run_to_exit(run_suite(suite, request, api_key), request.out)
-    if result is None:
+    outcome, code = run_to_exit(run_suite(suite, request, api_key), request.out)
+    if outcome is None:
         return code
-    summary, dropped = result
-    print(suite.table(summary), end="")
+    print(suite.table(outcome.summary), end="")
     print(
         f"suite {suite.name} · model {request.model} · base URL {shown_url(request.base_url)} · "
         f"protocol {request.protocol} · results in {request.out}"
     )
-    for note in notes_of(summary, dropped):
+    for note in notes_of(outcome.summary, outcome.dropped):
         print(note)
-    return 0
+    return 1 if outcome.ran and outcome.failed == outcome.ran else 0

@@ -17,7 +17,6 @@ raises `Cut`; an endpoint failure raises `EndpointError`; the suite records eith
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
@@ -174,8 +173,3 @@ class ProtocolAgent(LLMAgent):
         accepted.raw_data = {TEXT_KEY: text, REJECTED_KEY: rejected}
         state.messages.append(accepted)
         return accepted, state
-
-
-def tool_call_json(message: AssistantMessage) -> str:
-    """A readable one-line form of a tau2 tool-call message (for the records)."""
-    return json.dumps([{"name": c.name, "arguments": c.arguments} for c in message.tool_calls or []])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -49,7 +50,8 @@ class Tau2Settings:
     )
     user_model: str | None = setting(None, "user simulator model name (default: --model)")
     user_api_key_env: str | None = setting(
-        None, "environment variable holding the user simulator's API key (default: the agent's key)"
+        None,
+        "environment variable holding the user simulator's API key (default: the agent's, --api-key-env)",
     )
     max_steps: int = setting(200, "tau2's limit on messages per simulation (its CLI's default)")
     max_errors: int = setting(10, "tau2's limit on failed tool calls per simulation")
@@ -66,6 +68,12 @@ class Tau2Settings:
                 raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if self.user_api_key_env is not None and not os.environ.get(self.user_api_key_env):
             raise ValueError(f"--user-api-key-env names {self.user_api_key_env}, which is not set")
+
+
+def trial_seeds(seed: int, trials: int) -> list[int]:
+    """Each trial's seed, as tau2's `run_tasks` draws them (a local generator: simulations run in threads)."""
+    rng = random.Random(seed)
+    return [rng.randint(0, 1_000_000) for _ in range(trials)]
 
 
 def item_id(domain: str, task_id: str, trial: int) -> str:
@@ -125,7 +133,7 @@ class Tau2Suite(Suite):
     def user(self, request: SuiteRequest) -> tuple[str, str, str | None]:
         """(base URL, model, API key) of the user simulator."""
         options: Tau2Settings = request.options
-        key_env = options.user_api_key_env or "OPENAI_API_KEY"
+        key_env = options.user_api_key_env or request.api_key_env or "OPENAI_API_KEY"
         return (
             options.user_base_url or request.base_url,
             options.user_model or request.model,
@@ -146,8 +154,6 @@ class Tau2Suite(Suite):
         self, request: SuiteRequest, link: Any, domain: str, task: Any, trial: int
     ) -> dict[str, Any]:
         """One tau2 simulation, synchronously (in a worker thread); the episode line without its id."""
-        import random
-
         from tau2.evaluator.evaluator import EvaluationType
         from tau2.run import run_task
 
@@ -155,8 +161,7 @@ class Tau2Suite(Suite):
 
         options: Tau2Settings = request.options
         base_url, model, key = self.user(request)
-        random.seed(options.seed)
-        seed = [random.randint(0, 1_000_000) for _ in range(trial + 1)][trial]
+        seed = trial_seeds(options.seed, options.trials)[trial]
         try:
             simulation = run_task(
                 domain=domain,
