@@ -116,6 +116,31 @@ class MemoryOracle(ScriptedServer):
         return ToolCall(STORE[backend], {"text": text})
 
 
+@dataclass
+class WebSearchOracle(ScriptedServer):
+    """Searches once with the question, then answers it with bfcl's ground truth."""
+
+    protocol: str = DEFAULT_PROTOCOL
+
+    def __post_init__(self) -> None:
+        from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
+
+        answers = {a["id"]: a["ground_truth"] for a in load_ground_truth_entry("web_search_base")}
+        entries = load_dataset_entry(
+            "web_search_base", include_prereq=False, include_language_specific_hint=False
+        )
+        self.answers = {
+            e["question"][0][-1]["content"]: answers[e["id"].replace("_base", "")] for e in entries
+        }
+        self.writer = get_protocol(self.protocol)
+
+    def reply(self, messages: list[dict[str, Any]]) -> str:
+        question = next(m["content"] for m in messages if m["role"] == "user")
+        if not any(m["role"] == "assistant" for m in messages):
+            return self.writer.format_calls([ToolCall("search_engine_query", {"keywords": question[:60]})])
+        return str({"answer": self.answers[question][0], "context": "searched"})
+
+
 def tau2_task(domain: str, task_id: str) -> Any:
     from tau2.run import get_tasks
 

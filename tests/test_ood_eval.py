@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from seal.evaluation.suites.extras import go_offline, memory_missing, tau2_missi
 go_offline()
 
 from seal.cli import build_parser, main  # noqa: E402
-from tests.ood_endpoint import WRONG_ANSWER, MemoryOracle, tau2_pair  # noqa: E402
+from tests.ood_endpoint import WRONG_ANSWER, MemoryOracle, WebSearchOracle, tau2_pair  # noqa: E402
 from tests.scripted_endpoint import serve  # noqa: E402
 
 MISSING = memory_missing() or tau2_missing()
@@ -279,3 +280,30 @@ def test_a_failed_prerequisite_blocks_its_chain_and_retry_failed_finishes_it(tmp
     assert code == 0
     questions = [r for r in records(out) if "reward" in r]
     assert [r["reward"] for r in questions] == [1.0, 1.0] and not any("error" in r for r in records(out))
+
+
+@pytest.mark.skipif(
+    find_spec("serpapi") is None and not os.environ.get("CI"), reason="web search's clients: install.sh --ood"
+)
+def test_web_search_with_a_key_runs_both_categories_through_bfcls_backend(tmp_path, monkeypatch):
+    """SerpAPI stands in (no network here); the suite, bfcl's backend class and its checker are real."""
+    from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.web_search import WebSearchAPI
+
+    queries: list[tuple[str, bool]] = []
+
+    def search(self: WebSearchAPI, keywords: str, max_results: int = 10, region: str = "wt-wt") -> list:
+        queries.append((keywords, self.show_snippet))
+        return [{"title": "a result", "href": "https://example.org", "body": "a snippet"}]
+
+    monkeypatch.setattr(WebSearchAPI, "search_engine_query", search)
+    monkeypatch.setenv("SERPAPI_API_KEY", "test-key")
+    out = tmp_path / "web"
+    with serve(WebSearchOracle()) as url:
+        code = main(eval_argv("bfcl_v4_web_search", url, "--out", str(out), "--limit", "1"))
+    assert code == 0
+    assert [(r["task_id"], r["reward"]) for r in records(out)] == [
+        ("web_search_base_0", 1.0),
+        ("web_search_no_snippet_0", 1.0),
+    ]
+    assert sorted(snippet for _, snippet in queries) == [False, True]
+    assert json.loads((out / "summary.json").read_text())["average"] == 100.0
