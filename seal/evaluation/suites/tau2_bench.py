@@ -22,8 +22,9 @@ import math
 import os
 import random
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Any, ClassVar
 
 from seal.evaluation.endpoint import ChatEndpoint, EndpointError, PreflightError
@@ -195,26 +196,28 @@ class Tau2Suite(Suite):
         }
 
     async def play(self, run: SuiteRun, todo: Sequence[str]) -> None:
+        """`--concurrency` simulations at once, each in its own thread (tau2 is synchronous)."""
         from seal.evaluation.suites.tau2_agent import Link
 
         request = run.request
         options: Tau2Settings = request.options
         loop = asyncio.get_running_loop()
-        gate = asyncio.Semaphore(request.concurrency)
+        pool = ThreadPoolExecutor(max_workers=request.concurrency, thread_name_prefix="tau2")
         tasks = {(d, t.id): t for d in options.domains for t in _tasks(d, options.task_split)}
 
         async def one(item: str) -> None:
             domain, rest = item.split("/", 1)
             task_id, trial = rest.rsplit("/", 1)
             link = Link(loop, run.endpoint, run.budget, request.protocol)
-            async with gate:
-                line = await asyncio.to_thread(
-                    self._simulate, request, link, domain, tasks[(domain, task_id)], int(trial)
-                )
-            line = {"task_id": item, "category": domain, "tau2_task": task_id, "trial": int(trial), **line}
+            simulate = partial(self._simulate, request, link, domain, tasks[(domain, task_id)], int(trial))
+            line = {"task_id": item, "category": domain, "tau2_task": task_id, "trial": int(trial)}
+            line.update(await loop.run_in_executor(pool, simulate))
             run.record(Played(line, {"task_id": item, "protocol": request.protocol, "actions": link.actions}))
 
-        await asyncio.gather(*(one(item) for item in todo))
+        try:
+            await asyncio.gather(*(one(item) for item in todo))
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def summarize(self, records: Sequence[dict[str, Any]], request: SuiteRequest) -> dict[str, Any]:
         options: Tau2Settings = request.options
