@@ -20,6 +20,12 @@ One pass can hold several splits (README, "SFT warm start"):
     python launcher.py --conf exp/smoke_gpu.yaml -- actor_rollout_ref.model.path=SFT_MODEL_DIR \
         trainer.val_only=true trainer.experiment_name=sft_eval data.val_max_samples=-1 \
         'data.val_files=[data/bfcl_val.parquet,data/bfcl_test.parquet]'
+
+--ood NAME=DIR [NAME=DIR ...] instead puts models' out-of-distribution evaluations side by side in the
+shape of the paper's Table 2, with the paper's Qwen2.5-7B rows for reference (seal/evaluation/table2.py);
+each DIR holds the `seal eval --suite bfcl_v4_memory|bfcl_v4_web_search|tau2` output folders of one model
+(or is one); --out also writes OUT/table2.md and OUT/table2.json:
+    python scripts/stats_validation_bfcl.py --ood base=runs/ood/base vanilla=runs/ood/rl seal=runs/ood/seal
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from seal.bfcl.tasks import CATEGORIES, SPLITS
+from seal.evaluation import table2
 from seal.reports import SHORT_NAMES, colour_of, label_order, legend_as_stacked
 from seal.tocf.labels import EXCLUDED
 from seal.trainer.val_test import REPORT_NAME, SplitScore, read_dump, score_rows, split_of, validation_history
@@ -268,8 +275,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--run", type=Path, required=True, help="the run folder, e.g. experiments/SEAL")
-    parser.add_argument("--out", type=Path, default=None, help="where to write (default: RUN/stats)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", type=Path, help="the run folder, e.g. experiments/SEAL")
+    source.add_argument(
+        "--ood",
+        nargs="+",
+        metavar="NAME=DIR",
+        help="Table 2 from each model's seal eval OOD folders, e.g. base=DIR vanilla=DIR seal=DIR",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="where to write (default: RUN/stats; with --ood: print only)"
+    )
     parser.add_argument(
         "--sft",
         type=Path,
@@ -279,6 +295,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
+        if args.ood:
+            print(table2.report(table2.parse_models(args.ood), args.out), end="")
+            return 0
         report(args.run, args.out or args.run / "stats", args.sft)
     except (ValueError, KeyError, OSError) as exc:
         print(f"stats_validation_bfcl: {' '.join(str(exc).split())}", file=sys.stderr)

@@ -98,9 +98,9 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from seal.evaluation.command import run_eval_command
+    from seal.evaluation.suites import run_eval
 
-    return run_eval_command(args)
+    return run_eval(args)
 
 
 def _add_replay_options(parser: argparse.ArgumentParser) -> None:
@@ -119,9 +119,10 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; `seal eval`'s options are those of the `--suite` that `argv` names."""
     from env_service.app import ServiceSettings
-    from seal.evaluation.command import add_eval_arguments
+    from seal.evaluation.suites import add_suite_arguments, suite_named
 
     parser = argparse.ArgumentParser(prog="seal", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -130,8 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_flags(serve, ServiceSettings)
     serve.set_defaults(handler=cmd_serve)
 
-    evaluate = commands.add_parser("eval", help="score an OpenAI-compatible endpoint on a BFCL split")
-    add_eval_arguments(evaluate)
+    evaluate = commands.add_parser(
+        "eval", help="score an OpenAI-compatible endpoint on a BFCL split or an out-of-distribution suite"
+    )
+    add_suite_arguments(evaluate, suite_named(sys.argv[1:] if argv is None else argv))
     evaluate.set_defaults(handler=cmd_eval)
 
     replay = commands.add_parser("replay", help="replay action logs; one result line per episode")
@@ -158,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     return args.handler(args)
 
 

@@ -13,7 +13,6 @@ The API key is read from the environment only and is never written anywhere.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import re
 import sys
@@ -24,10 +23,11 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from seal.bfcl.tasks import category_of, split_ids
-from seal.evaluation.budget import ContextBudget, tokenizer_tools
-from seal.evaluation.endpoint import ChatEndpoint, PreflightError, RetryPolicy
+from seal.evaluation.budget import ContextBudget
+from seal.evaluation.endpoint import ChatEndpoint
 from seal.evaluation.official import rescore
 from seal.evaluation.runner import Progress, run_episodes
+from seal.evaluation.session import budgeted_endpoint, run_to_exit
 from seal.evaluation.store import OutputError, RunFolder
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from seal.reports import markdown_table, summarize
@@ -90,11 +90,8 @@ class EvalReport:
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `seal eval`."""
-    parser.add_argument(
-        "--base-url", required=True, help="OpenAI-compatible API root, e.g. http://host:8000/v1"
-    )
-    parser.add_argument("--model", required=True, help="model name sent in each request")
+    """The options of `seal eval` on BFCL V3 (the `bfcl_v3` suite)."""
+    add_endpoint_arguments(parser)
     parser.add_argument(
         "--split",
         choices=SPLIT_CHOICES,
@@ -102,16 +99,36 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="task split (default: %(default)s, the split checkpoints are chosen on; report test)",
     )
     parser.add_argument(
-        "--protocol",
-        choices=sorted(PROTOCOLS),
-        default=DEFAULT_PROTOCOL,
-        help="tool-call protocol (default: %(default)s)",
-    )
-    parser.add_argument(
         "--taxonomy", choices=TAXONOMIES, default=DEFAULT_TAXONOMY, help="turn labels (default: %(default)s)"
     )
     parser.add_argument(
         "--tasks", help="comma-separated task ids, all within --split (default: the whole split)"
+    )
+    parser.add_argument(
+        "--official",
+        action="store_true",
+        help="re-score the action logs with bfcl-eval's checker and report disagreements (default: off)",
+    )
+    parser.add_argument(
+        "--max-llm-calls",
+        type=int,
+        default=20,
+        help="calls per episode, all turns together, as seal.rollout.max_llm_calls (default: %(default)s)",
+    )
+
+
+def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every suite of `seal eval` shares: the endpoint, the selection size, the output folder,
+    the context budget and the retries."""
+    parser.add_argument(
+        "--base-url", required=True, help="OpenAI-compatible API root, e.g. http://host:8000/v1"
+    )
+    parser.add_argument("--model", required=True, help="model name sent in each request")
+    parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        default=DEFAULT_PROTOCOL,
+        help="tool-call protocol (default: %(default)s)",
     )
     parser.add_argument(
         "--limit",
@@ -122,7 +139,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--concurrency", type=int, default=8, help="episodes in flight at once (default: %(default)s)"
     )
     parser.add_argument(
-        "--out", type=Path, help="output folder (default: outputs/eval/<model>-<split>-<protocol>)"
+        "--out",
+        type=Path,
+        help="output folder (default: outputs/eval/<model>-<split or suite>-<protocol>)",
     )
     parser.add_argument(
         "--resume", action="store_true", help="skip tasks already in OUT/episodes.jsonl (default: off)"
@@ -133,22 +152,11 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --resume, run again the episodes the endpoint failed (default: off)",
     )
     parser.add_argument(
-        "--official",
-        action="store_true",
-        help="re-score the action logs with bfcl-eval's checker and report disagreements (default: off)",
-    )
-    parser.add_argument(
         "--max-tokens",
         type=int,
         default=4096,
         help="max_tokens per reply, as training's max_response_length: no call starts from a prompt "
         "past the window minus this (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--max-llm-calls",
-        type=int,
-        default=20,
-        help="calls per episode, all turns together, as seal.rollout.max_llm_calls (default: %(default)s)",
     )
     parser.add_argument(
         "--max-env-tokens",
@@ -215,8 +223,8 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
 
 
-def build_request(args: argparse.Namespace) -> EvalRequest:
-    """Validate the parsed options; raises UsageError with the one-line reason."""
+def check_endpoint_arguments(args: argparse.Namespace) -> None:
+    """Validate the options of `add_endpoint_arguments` (and --max-llm-calls); raises UsageError."""
     parts = urlsplit(args.base_url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise UsageError(f"--base-url must be an http(s) URL, got {args.base_url!r}")
@@ -236,6 +244,11 @@ def build_request(args: argparse.Namespace) -> EvalRequest:
         raise UsageError("--retry-failed only applies with --resume")
     if args.tokenizer is not None and not args.tokenizer.is_dir():
         raise UsageError(f"--tokenizer {args.tokenizer} is not a folder")
+
+
+def build_request(args: argparse.Namespace) -> EvalRequest:
+    """Validate the parsed options; raises UsageError with the one-line reason."""
+    check_endpoint_arguments(args)
     out = args.out or Path("outputs") / "eval" / f"{_slug(args.model)}-{args.split}-{args.protocol}"
     return EvalRequest(
         base_url=args.base_url,
@@ -327,27 +340,7 @@ async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
     Raises PreflightError (nothing written) when the endpoint cannot serve the run, OutputError on an
     unusable --out.
     """
-    count, codec = (None, None) if request.tokenizer is None else tokenizer_tools(Path(request.tokenizer))
-    policy = RetryPolicy(retries=request.retries, backoff=request.backoff)
-    async with ChatEndpoint(
-        request.base_url,
-        request.model,
-        api_key=api_key,
-        max_tokens=request.max_tokens,
-        timeout=request.timeout,
-        policy=policy,
-        max_connections=request.concurrency,
-    ) as endpoint:
-        served = await endpoint.preflight()
-        window = request.max_model_len or served.window
-        budget = ContextBudget(
-            max_tokens=request.max_tokens,
-            window=window,
-            count=count,
-            max_llm_calls=request.max_llm_calls,
-            max_env_tokens=request.max_env_tokens,
-            codec=codec,
-        )
+    async with budgeted_endpoint(request, api_key) as (endpoint, budget):
         return await _run(request, endpoint, budget)
 
 
@@ -404,20 +397,9 @@ def run_eval_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"seal eval: error: {exc}", file=sys.stderr)
         return 2
-    try:
-        report = asyncio.run(evaluate(request, api_key))
-    except PreflightError as exc:
-        print(f"seal eval: error: {exc}", file=sys.stderr)
-        return 1
-    except (OutputError, ValueError, OSError) as exc:
-        print(f"seal eval: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(
-            f"seal eval: interrupted; finished episodes are in {request.out}, rerun with --resume",
-            file=sys.stderr,
-        )
-        return 130
+    report, code = run_to_exit(evaluate(request, api_key), request.out)
+    if report is None:
+        return code
     print(markdown_table(report.summary), end="")
     print(
         f"model {request.model} · base URL {request.meta()['base_url']} · protocol {request.protocol} · "
