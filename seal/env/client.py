@@ -22,6 +22,7 @@ from seal.env.auth import TOKEN_HEADER, token_from_environment
 from seal.env.episode import EpisodeResult
 from seal.env.store import EpisodeStore, StoreError, one_line
 from seal.protocol.representable import unicode_text
+from seal.urls import masked_url
 
 T = TypeVar("T")
 
@@ -154,7 +155,7 @@ class HttpEnvClient:
             delay = self.backoff * 2 ** (attempt - 1)
             if attempt > self.retries or loop.time() + delay >= deadline:
                 raise EnvUnavailableError(
-                    f"{method} {self.base_url}{path}: unreachable after {attempt} attempt(s)"
+                    f"{method} {masked_url(self.base_url)}{path}: unreachable after {attempt} attempt(s)"
                     f" ({_describe(error)})"
                 ) from error
             await asyncio.sleep(delay)
