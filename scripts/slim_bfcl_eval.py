@@ -5,10 +5,13 @@ vendor SDKs, none of which the multi-turn environment imports, and its numpy pin
 verl. Installing it with --no-deps works but leaves `pip check` reporting 19 unmet requirements.
 This script rewrites the wheel's Requires-Dist to what the package really needs here, so the
 environment is consistent and `pip check` means something. Idempotent.
+
+    python scripts/slim_bfcl_eval.py        # what install.sh runs; takes no options
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import subprocess
@@ -69,7 +72,10 @@ def rewrite_wheel(source: Path, target: Path, needed: list[str] = NEEDED) -> Non
             zout.writestr(name, data)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     if already_slim():
         print(f"bfcl-eval {VERSION} already installed with its multi-turn dependencies only")

@@ -40,9 +40,18 @@ from typing import Any
 
 from seal.bfcl.tasks import CATEGORIES, SPLITS
 from seal.evaluation import table2
+from seal.jsonl import json_objects
 from seal.reports import SHORT_NAMES, colour_of, label_order, legend_as_stacked
 from seal.tocf.labels import EXCLUDED
-from seal.trainer.val_test import REPORT_NAME, SplitScore, read_dump, score_rows, split_of, validation_history
+from seal.trainer.val_test import (
+    REPORT_NAME,
+    SplitScore,
+    dump_rows,
+    read_dump,
+    score_rows,
+    split_of,
+    validation_history,
+)
 
 STEPS_FILE = "seal_steps.jsonl"
 TEST_MARKERS = ("s", "D")
@@ -67,12 +76,15 @@ def test_scores(run: Path) -> list[tuple[str, SplitScore]]:
     report_path = run / REPORT_NAME
     if not report_path.is_file():
         return []
-    selection = json.loads(report_path.read_text(encoding="utf-8"))["selection"]
-    rows = []
-    for which in ("best", "last"):
-        step = selection[f"{which}_step"]
-        rows.append((which, read_dump(run / "test" / f"global_step_{step}" / f"{step}.jsonl")))
-    return rows
+    try:
+        selection = json.loads(report_path.read_text(encoding="utf-8"))["selection"]
+        steps = {which: int(selection[f"{which}_step"]) for which in ("best", "last")}
+    except (ValueError, RecursionError, KeyError, TypeError) as exc:
+        raise RunError(f"{report_path}: not a test report ({type(exc).__name__}: {exc})") from None
+    return [
+        (which, read_dump(run / "test" / f"global_step_{step}" / f"{step}.jsonl"))
+        for which, step in steps.items()
+    ]
 
 
 def model_scores(folder: Path) -> list[tuple[str, SplitScore]]:
@@ -83,8 +95,7 @@ def model_scores(folder: Path) -> list[tuple[str, SplitScore]]:
     )
     if not dumps:
         raise RunError(f"--sft: {folder / 'validation'} holds no {{step}}.jsonl validation dump")
-    with dumps[-1].open(encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
+    rows = dump_rows(dumps[-1])
     scores = []
     for split in SPLITS:
         kept = [
@@ -147,11 +158,17 @@ def label_shares(run: Path) -> dict[int, dict[str, float]]:
     if not path.is_file():
         return {}
     totals: dict[int, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                record = json.loads(line)
-                totals[int(record["step"])] = record["profile"]["total"]["labels"]
+    for where, record in json_objects(path):
+        try:
+            step, labels = record["step"], record["profile"]["total"]["labels"]
+        except (KeyError, TypeError):
+            raise RunError(f"{where}: not a step record (no step and profile.total.labels)") from None
+        counts_ok = isinstance(labels, dict) and all(
+            isinstance(n, int) and not isinstance(n, bool) for n in labels.values()
+        )
+        if isinstance(step, bool) or not isinstance(step, int) or not counts_ok:
+            raise RunError(f"{where}: not a step record (step {step!r:.40}, label counts {labels!r:.60})")
+        totals[step] = labels
     shares: dict[int, dict[str, float]] = {}
     before: dict[str, int] = {}
     for step in sorted(totals):
@@ -248,15 +265,17 @@ def report(run: Path, out: Path, beside: Sequence[Path] = ()) -> list[dict[str, 
     val = val_scores(run)
     test = test_scores(run)
     others = [(folder.name, split, score) for folder in beside for split, score in model_scores(folder)]
+    shares = label_shares(run)
     rows = table_rows(val, test, others)
     best = best_val_step(val)
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is a file; name a folder")
     out.mkdir(parents=True, exist_ok=True)
     print(f"{run}: pass rates (%) per category; Avg is their mean, as in the paper")
     print(format_table(rows))
     print(f"best val: step {best.step} (Avg {100 * best.mean:.2f})")
     write_csv(out / "pass_rates.csv", COLUMNS, rows)
     save(val_curves_figure(val, test, best, f"{run.name}: pass rate per category"), out / "val_curves.png")
-    shares = label_shares(run)
     if shares:
         labels = sorted({label for step in shares.values() for label in step})
         share_rows = [

@@ -37,6 +37,11 @@ def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        if args.out.is_dir():
+            return _fail(f"--out {args.out} is a folder; name the JSONL file to write")
+        if args.out.exists() and not args.force:
+            return _fail(f"{args.out} exists; pass --force to overwrite it")
     records, code = _replay_logs(args, with_labels=args.labels)
     if code:
         return code
@@ -44,9 +49,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(lines)
     else:
-        if args.out.exists() and not args.force:
-            return _fail(f"{args.out} exists; pass --force to overwrite it")
-        args.out.write_text(lines)
+        try:
+            args.out.write_text(lines, encoding="utf-8")
+        except OSError as exc:
+            return _fail(f"cannot write --out {args.out}: {exc.strerror}")
     passed = sum(record["reward"] >= 1.0 for record in records)
     print(f"{passed}/{len(records)} episodes pass", file=sys.stderr)
     return 0
@@ -55,22 +61,29 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from seal.reports import markdown_table, plot_label_shares, summarize
 
+    if args.out.exists() and not args.out.is_dir():
+        return _fail(f"--out {args.out} is a file; name a folder to write the diagnosis into")
     target = args.out / "episodes.jsonl"
     if target.exists() and not args.force:
         return _fail(f"{target} exists; pass --force to overwrite it or choose another --out")
     records, code = _replay_logs(args, with_labels=True)
     if code:
         return code
-    args.out.mkdir(parents=True, exist_ok=True)
-    target.write_text("".join(json.dumps(record) + "\n" for record in records))
     summary = summarize(records)
     table = markdown_table(summary)
     title = f"Turn labels ({args.taxonomy} taxonomy) — {args.input.name}"
-    (args.out / "summary.md").write_text(
-        f"# Diagnosis of {args.input}\n\nTaxonomy: `{args.taxonomy}`\n\n{table}"
-    )
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    plot_label_shares(summary, args.out / "labels.png", title=title)
+    outputs = {
+        target: "".join(json.dumps(record) + "\n" for record in records),
+        args.out / "summary.md": f"# Diagnosis of {args.input}\n\nTaxonomy: `{args.taxonomy}`\n\n{table}",
+        args.out / "summary.json": json.dumps(summary, indent=2) + "\n",
+    }
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for path, text in outputs.items():
+            path.write_text(text, encoding="utf-8", errors="backslashreplace")
+        plot_label_shares(summary, args.out / "labels.png", title=title)
+    except OSError as exc:
+        return _fail(f"cannot write into --out {args.out}: {exc.strerror or exc}")
     print(table)
     print(f"wrote {target}, {args.out / 'summary.md'}, {args.out / 'labels.png'}")
     return 0

@@ -20,18 +20,20 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from seal.bfcl.tasks import category_of, split_ids
 from seal.evaluation.budget import ContextBudget
 from seal.evaluation.endpoint import ChatEndpoint
 from seal.evaluation.official import rescore
+from seal.evaluation.openings import CUT_BEFORE_FIRST_CALL, check_openings
 from seal.evaluation.runner import Progress, run_episodes
 from seal.evaluation.session import budgeted_endpoint, run_to_exit
 from seal.evaluation.store import OutputError, RunFolder
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from seal.reports import markdown_table, summarize
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
+from seal.urls import masked_url
 
 SPLIT_CHOICES = ("test", "val", "train", "all")
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -67,13 +69,11 @@ class EvalRequest:
     backoff: float
 
     def meta(self) -> dict[str, Any]:
-        """`run.json`: what was run, with any user:password removed from the URL."""
-        parts = urlsplit(self.base_url)
-        shown = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+        """`run.json`: what was run, the URL's credentials masked (seal/urls.py)."""
         fields = {
             k: v for k, v in asdict(self).items() if k not in ("task_ids", "out", "resume", "retry_failed")
         }
-        return {**fields, "base_url": shown, "tasks": len(self.task_ids)}
+        return {**fields, "base_url": masked_url(self.base_url), "tasks": len(self.task_ids)}
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,7 @@ def check_endpoint_arguments(args: argparse.Namespace) -> None:
     """Validate the options of `add_endpoint_arguments` (and --max-llm-calls); raises UsageError."""
     parts = urlsplit(args.base_url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(f"--base-url must be an http(s) URL, got {args.base_url!r}")
+        raise UsageError(f"--base-url must be an http(s) URL, got {masked_url(args.base_url)!r}")
     if not args.model.strip():
         raise UsageError("--model must not be empty")
     for name in ("concurrency", "max_tokens", "limit", "max_model_len", "max_llm_calls"):
@@ -292,14 +292,14 @@ def _markdown(request: EvalRequest, report: EvalReport) -> str:
         "",
         markdown_table(report.summary).rstrip("\n"),
     ]
-    notes = _notes(report)
+    notes = _notes(request, report)
     if notes:
         lines.append("")
         lines.extend(f"  - {n.strip()}" if n.startswith("  ") else f"- {n}" for n in notes)
     return "\n".join(lines) + "\n"
 
 
-def _notes(report: EvalReport) -> list[str]:
+def _notes(request: EvalRequest, report: EvalReport) -> list[str]:
     notes = []
     if report.dropped:
         notes.append(f"resume dropped {report.dropped} broken or failed line(s); those tasks ran again")
@@ -309,6 +309,13 @@ def _notes(report: EvalReport) -> list[str]:
         f"(context window or step limit: reward 0); {len(report.endpoint_errors)} endpoint error(s) "
         "excluded from the pass rate"
     )
+    first_cut = summary[CUT_BEFORE_FIRST_CALL]["count"]
+    if first_cut:
+        notes.append(
+            f"{first_cut} of {summary['n']} scored episode(s) were cut before their first call: the opening "
+            f"prompt plus --max-tokens {request.max_tokens} does not fit the model's window; lower "
+            "--max-tokens (with --tokenizer, seal eval checks every task before it starts)"
+        )
     if report.endpoint_errors:
         notes.append(
             f'endpoint errors ("error" in episodes.jsonl; rerun with --resume --retry-failed): '
@@ -341,6 +348,11 @@ async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
     unusable --out.
     """
     async with budgeted_endpoint(request, api_key) as (endpoint, budget):
+        warning = check_openings(
+            budget.window, budget.max_tokens, request.task_ids, request.protocol, budget.count
+        )
+        if warning is not None:
+            print(f"seal eval: warning: {warning}", file=sys.stderr)
         return await _run(request, endpoint, budget)
 
 
@@ -377,6 +389,8 @@ async def _run(request: EvalRequest, endpoint: ChatEndpoint, budget: ContextBudg
     summary = summarize([r for r in ordered if "error" not in r], request.split)
     failed_ids = [r["task_id"] for r in ordered if "error" in r]
     summary["endpoint_errors"] = {"count": len(failed_ids), "task_ids": failed_ids}
+    first_cut = [r["task_id"] for r in ordered if r.get("cut") == "context" and r.get("llm_calls") == 0]
+    summary[CUT_BEFORE_FIRST_CALL] = {"count": len(first_cut), "task_ids": first_cut}
     if request.official:
         summary["official"] = rescore(folder.action_logs(), {t: r["reward"] for t, r in records.items()})
     failures = [p for p in played if p.failed]
@@ -405,6 +419,6 @@ def run_eval_command(args: argparse.Namespace) -> int:
         f"model {request.model} · base URL {request.meta()['base_url']} · protocol {request.protocol} · "
         f"taxonomy {request.taxonomy} · results in {request.out}"
     )
-    for note in _notes(report):
+    for note in _notes(request, report):
         print(note)
     return 1 if report.ran and report.failed == report.ran else 0

@@ -75,7 +75,7 @@ async def play(
         error = str(exc)
     if cut != "none":
         episode.truncate(cut)
-    record = {**episode_record(episode.finish()), "cut": cut}
+    record = {**episode_record(episode.finish()), "cut": cut, "llm_calls": calls}
     if error is not None:
         record["error"] = error
     return Played(record, episode.action_log())

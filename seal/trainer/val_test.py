@@ -12,8 +12,8 @@ to validate and got no row for (a failed rollout, which verl drops) is written i
 from __future__ import annotations
 
 import copy
-import json
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -24,6 +24,7 @@ from omegaconf import DictConfig
 
 from seal.bfcl.tasks import CATEGORIES, SPLITS, category_of, split_ids
 from seal.dataset import DATA_DIR
+from seal.jsonl import JsonLinesError, json_objects
 
 logger = logging.getLogger(__name__)
 
@@ -116,12 +117,31 @@ def split_of(task_id: object) -> str:
     return _split_by_task().get(task_id, "") if isinstance(task_id, str) else ""
 
 
+def dump_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of one `{step}.jsonl` dump, each checked: a JSON object with a task id (`task_id` or
+    `gts`), a finite numeric score, and the only row of its task. Anything else is a `JsonLinesError`
+    naming the file and line, never a row miscounted (a NaN score as a failure, a repeated row twice)."""
+    rows: list[dict[str, Any]] = []
+    first_line: dict[str, str] = {}
+    for where, row in json_objects(path):
+        task_id, score = row.get("task_id") or row.get("gts"), row.get("score")
+        if not isinstance(task_id, str):
+            raise JsonLinesError(f"{where}: a dump row needs a task id ('task_id' or 'gts')")
+        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+            raise JsonLinesError(f"{where}: the score of {task_id} is {score!r}, not a finite number")
+        if task_id in first_line:
+            raise JsonLinesError(
+                f"{where}: a second row for {task_id} (the first is at {first_line[task_id]}); "
+                "a dump holds one row per task"
+            )
+        first_line[task_id] = where
+        rows.append(row)
+    return rows
+
+
 def read_dump(path: Path) -> SplitScore:
     """Score one `{step}.jsonl` dump written by verl's `_validate`."""
-    step = int(path.stem)
-    with path.open(encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
-    return score_rows(rows, step)
+    return score_rows(dump_rows(path), int(path.stem))
 
 
 def validation_history(validation_dir: Path) -> dict[int, SplitScore]:

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
 
 from seal.evaluation.budget import ContextBudget
 from seal.evaluation.command import (
@@ -31,12 +30,7 @@ from seal.evaluation.session import budgeted_endpoint, run_to_exit
 from seal.evaluation.store import RUN, OutputError, RunFolder
 from seal.evaluation.suites.extras import go_offline
 from seal.flags import add_flags, settings_from_flags
-
-
-def shown_url(url: str) -> str:
-    """The URL without any user:password."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+from seal.urls import masked_url
 
 
 @dataclass(frozen=True)
@@ -65,15 +59,15 @@ class SuiteRequest:
     options: Any = None
 
     def meta(self) -> dict[str, Any]:
-        """`run.json`: what was run (no key, no user:password in URLs)."""
+        """`run.json`: what was run (no key; URLs with their credentials masked, seal/urls.py)."""
         fields = {
             k: v for k, v in asdict(self).items() if k not in ("out", "resume", "retry_failed", "options")
         }
         options = asdict(self.options) if self.options is not None else {}
         for key, value in options.items():
             if key.endswith("base_url") and isinstance(value, str):
-                options[key] = shown_url(value)
-        return {**fields, "base_url": shown_url(self.base_url), "options": options}
+                options[key] = masked_url(value)
+        return {**fields, "base_url": masked_url(self.base_url), "options": options}
 
 
 @dataclass
@@ -204,7 +198,8 @@ def markdown_report(suite: Suite, request: SuiteRequest, summary: dict[str, Any]
     lines = [
         f"# seal eval: {suite.name}",
         "",
-        f"model `{request.model}` · base URL `{shown_url(request.base_url)}` · protocol `{request.protocol}`",
+        f"model `{request.model}` · base URL `{masked_url(request.base_url)}` · "
+        f"protocol `{request.protocol}`",
         "",
         suite.table(summary).rstrip("\n"),
         "",
@@ -281,7 +276,7 @@ def run_suite_command(suite: Suite, args: argparse.Namespace) -> int:
         return code
     print(suite.table(outcome.summary), end="")
     print(
-        f"suite {suite.name} · model {request.model} · base URL {shown_url(request.base_url)} · "
+        f"suite {suite.name} · model {request.model} · base URL {masked_url(request.base_url)} · "
         f"protocol {request.protocol} · results in {request.out}"
     )
     for note in notes_of(outcome.summary, outcome.dropped):

@@ -29,9 +29,10 @@ from typing import Any, ClassVar
 
 from seal.evaluation.endpoint import ChatEndpoint, EndpointError, PreflightError
 from seal.evaluation.runner import Played
-from seal.evaluation.suites.common import Suite, SuiteRequest, SuiteRun, endpoint_errors, shown_url
+from seal.evaluation.suites.common import Suite, SuiteRequest, SuiteRun, endpoint_errors
 from seal.evaluation.suites.extras import tau2_missing
 from seal.flags import comma_list, setting
+from seal.urls import masked_url
 
 DOMAINS = ("airline", "retail", "telecom")
 DOMAIN_NAMES = {"airline": "Airline", "retail": "Retail", "telecom": "Telecom"}
@@ -250,9 +251,9 @@ class Tau2Suite(Suite):
             "scored": len(scored),
             "truncated": sum(bool(r.get("truncated")) for r in scored),
             "endpoint_errors": endpoint_errors(records),
-            "user_simulator": {"base_url": shown_url(base_url), "model": model},
+            "user_simulator": {"base_url": masked_url(base_url), "model": model},
             "notes": {
-                "user simulator": f"{model} at {shown_url(base_url)} (tau2's LLM user through litellm)",
+                "user simulator": f"{model} at {masked_url(base_url)} (tau2's LLM user through litellm)",
                 "τ² Avg": "mean of the domains' pass^1; a task counts once all its trials were scored",
             },
         }
