@@ -6,8 +6,9 @@
 
 Each scenario is a launch this repository ships or measures (exp/*.yaml, scripts/gpu_backbone_runs.sh): GPU
 memory in its two phases (the actor update, with everything the optimizer needs on the GPU; generation, with
-vLLM's share next to what the actor keeps there), the host memory of one training worker and of the node,
-and whether that fits the GPU and the node's RAM below Ray's 95% kill line.
+vLLM's share next to what the actor keeps there), the host memory per GPU (its training worker, and vLLM's
+weights while it sleeps with a LoRA adapter) and of the node, and whether that fits the GPU and the node's RAM
+below Ray's 95% kill line.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def rows() -> list[tuple[Scenario, Budget]]:
 
 
 def table(markdown: bool) -> str:
-    header = ["scenario", "GPUs", "update GiB/GPU", "generate GiB/GPU", "host GiB worker / node", "fits"]
+    header = ["scenario", "GPUs", "update GiB/GPU", "generate GiB/GPU", "host GiB per GPU / node", "fits"]
     lines = []
     for scenario, budget in rows():
         gpu = f"{scenario.placement.gpus} x {scenario.placement.gpu_gib:.0f}"
@@ -117,7 +118,7 @@ def parts(scenario: Scenario) -> str:
     lines += [
         f"  {'update phase':<30} {budget.update_gib:7.1f} GiB/GPU of {budget.gpu_limit_gib:.1f}",
         f"  {'generation phase':<30} {budget.generate_gib:7.1f} GiB/GPU",
-        f"  {'host, one worker':<30} {budget.host_worker_gib:7.1f} GiB",
+        f"  {'host, per GPU':<30} {budget.host_worker_gib:7.1f} GiB",
         f"  {'host, node':<30} {budget.host_node_gib:7.1f} GiB of {budget.host_limit_gib:.1f} (Ray's 95%)",
         f"  fits: {verdict(budget)}",
     ]

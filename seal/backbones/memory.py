@@ -9,7 +9,8 @@ What lives where (verl 0.9.1, strategy `fsdp`; one process per GPU holds the act
   FSDP allocates anyway; none with LoRA (the actor with its adapters disabled is the reference);
 - every offloaded tensor is pinned by PyTorch's caching host allocator, which rounds each block up to the
   next power of two: a FSDP unit (one decoder layer) of 308 MB takes 512 MiB;
-- vLLM: `gpu_memory_utilization` of the GPU while it generates; asleep (level 2) it frees weights and cache.
+- vLLM: `gpu_memory_utilization` of the GPU while it generates; asleep (level 2) it frees weights and cache,
+  with a LoRA adapter (level 1) it keeps its bf16 weights on the host.
 Activations follow the micro-batch's tokens with gradient checkpointing (layer inputs, one layer recomputed).
 scripts/memory_plan.py prints the table; the README's GPU section sets it beside what was measured.
 """
@@ -59,7 +60,7 @@ class Placement:
 
 @dataclass
 class Budget:
-    """GiB per GPU (the GPU phases) and on the host (all GPUs' workers and the node)."""
+    """GiB per GPU (the GPU phases) and on the host (per GPU: its training worker and vLLM; the node)."""
 
     parts: dict[str, float] = field(default_factory=dict)
     host_parts: dict[str, float] = field(default_factory=dict)
@@ -152,6 +153,8 @@ def plan(config: dict[str, Any], placement: Placement) -> Budget:
         host["pinned reference + grad buffer"] = 2 * pinned_gib(
             [n * p.ref_bytes for n in units], p.pinned_rounding
         )
+    if p.lora_rank:  # vLLM sleeps at level 1 with an adapter: its bf16 weights wait on the host
+        host["vLLM's weights while asleep"] = weights * 2 / GIB
     budget.host_worker_gib = sum(host.values())
     budget.host_node_gib = p.gpus * budget.host_worker_gib + NODE_BASELINE_GIB
     return budget
