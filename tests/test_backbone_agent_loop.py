@@ -26,14 +26,13 @@ from verl.workers.rollout.replica import TokenOutput
 from seal.bfcl.calls import ToolCall
 from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
 from seal.dataset import EVAL_AGENT, TRAIN_AGENT
-from seal.env.client import InProcessEnvClient, open_episode
 from seal.protocol import PythonListProtocol, QwenFCProtocol
 from seal.protocol.ground_truth import END_OF_TURN, ground_truth_actions
 from seal.trainer.agent_loop import close_env_clients, request_task, uses_chatml
 from seal.trainer.scripted_server import ScriptedLLMServer
 from seal.trainer.trajectory import TRAJECTORY_KEYS, TrajectoryFields
 from tests.backbone_folders import tiny_folder
-from tests.rollout_helpers import row, trainer_config
+from tests.rollout_helpers import conversation, row, trainer_config
 from tests.script_module import load_script
 
 check_masks = load_script("check_masks")
@@ -120,21 +119,6 @@ def played(request, released_backbones, tmp_path_factory) -> dict[str, Any]:
     }
 
 
-async def conversation(
-    task_id: str, mode: str, protocol: str, actions: list[str]
-) -> list[list[dict[str, str]]]:
-    """The opening, then the environment's answer to each action: what the tokens must render."""
-    turns: list[list[dict[str, str]]] = []
-    async with open_episode(InProcessEnvClient(), task_id, mode, protocol) as episode:
-        turns.append(episode.messages)
-        for action in actions:
-            stepped = await episode.step(action)
-            turns.append(stepped["observation"])
-            if stepped["done"]:
-                break
-    return turns
-
-
 def fields(batch: DataProto, i: int) -> TrajectoryFields:
     return TrajectoryFields.from_extra_fields(
         {key: batch.non_tensor_batch[key][i] for key in TRAJECTORY_KEYS}
@@ -159,7 +143,7 @@ def test_trained_tokens_masks_and_log_probs_are_exact_token_by_token(played):
     checked = 0
     for (task_id, mode), traces in by_task.items():
         actions = ground_truth_actions(task_id, played["protocol"])
-        turns = asyncio.run(conversation(task_id, mode, played["protocol"], actions))
+        turns = asyncio.run(conversation(task_id, mode, actions, played["protocol"]))
         for trace in traces:
             runs = check_masks.mask_runs(trace["response_ids"], trace["response_mask"])
             sampled = [ids for bit, ids in runs if bit == 1]

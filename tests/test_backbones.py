@@ -187,6 +187,19 @@ def test_the_qwen_template_renders_tools_calls_and_responses_as_released(release
         qwen_structured_conversation(), tools=TOOLS, tokenize=False, add_generation_prompt=True
     )
     assert rendered == QWEN_EXPECTED
+    call = {
+        "function": {
+            "name": "get_current_temperature",
+            "arguments": {"location": "Paris, France", "unit": "celsius"},
+        }
+    }
+    published = (  # Qwen2.5-Instruct's rendering of a bare tool call, as third-party documentation shows it
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+        '<|im_start|>assistant\n<tool_call>\n{"name": "get_current_temperature", "arguments": {"location": '
+        '"Paris, France", "unit": "celsius"}}\n</tool_call><|im_end|>\n'
+    )
+    bare = [{"role": "assistant", "content": None, "tool_calls": [call]}]
+    assert tokenizer.apply_chat_template(bare, tokenize=False) == published
     default_system = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False)
     assert default_system.startswith(
         "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
