@@ -222,3 +222,30 @@ def test_the_action_is_the_text_the_model_wrote_even_where_decoding_cleans_up_sp
             setattr(tokenizer, key, value)
         worker.llm_client.scripts[(task, "eval")] = ground_truth_actions(task, played["protocol"])
     assert fields(batch, 0).actions[0] == reply
+
+
+def test_a_reply_with_an_id_past_the_tokenizer_ends_the_trajectory_instead_of_reaching_vllm(played):
+    """Qwen2.5's embedding has 151,936 rows for 151,665 tokens: a sampled padding id (random weights draw
+    one every few hundred tokens) would make vLLM refuse the next prompt, so the reply is the last."""
+    tokenizer, worker = played["tokenizer"], played["worker"]
+    server, task = worker.llm_client, TASKS[0]
+    padding_id = len(
+        tokenizer
+    )  # the first row past the tokenizer (Llama-3.1 has none: its ids end at 128255)
+    original = server.generate
+
+    async def with_padding_id(request_id, **kwargs):
+        output = await original(request_id, **kwargs)
+        ids = [*output.token_ids[:-1], padding_id, output.token_ids[-1]]
+        return TokenOutput(token_ids=ids, log_probs=[LOGPROB] * len(ids), stop_reason="completed")
+
+    server.generate = with_padding_id
+    try:
+        rows = [row(task, EVAL_AGENT, 0)]
+        batch = asyncio.run(worker.generate_sequences(DataProto.from_single_dict(collate_fn(rows))))
+    finally:
+        del server.generate
+    got = fields(batch, 0)
+    assert got.cut == "generation" and got.truncated and got.llm_calls == 1 and got.reward == 0.0
+    response = batch.batch["responses"][0].tolist()
+    assert padding_id in response and got.trained_tokens == got.response_tokens

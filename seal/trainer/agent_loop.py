@@ -228,6 +228,7 @@ class SealAgentLoop(AgentLoopBase):
         }
         # The one masked token of a trajectory without a response (the environment failed at once).
         self.filler_id = min(self.end_of_turn_ids, default=self.tokenizer.pad_token_id or 0)
+        self.token_limit = len(self.tokenizer)
 
     def _cap_text_prompt_length(self, prompt_ids: list[int]) -> list[int]:
         """verl's cap of the opening prompt, noting that it cut: such an episode is not played."""
@@ -340,8 +341,10 @@ class SealAgentLoop(AgentLoopBase):
             )
             rollout.token_ids = merged.token_ids
             rollout.mark_reply_end()
-            if not sampled or sampled[-1] not in self.end_of_turn_ids:
-                rollout.cut = "generation"  # a reply cut by max_tokens: not a whole message, never sent
+            if not sampled or sampled[-1] not in self.end_of_turn_ids or max(sampled) >= self.token_limit:
+                # A reply cut by max_tokens, or holding an id past the tokenizer's (Qwen2.5 pads its embedding
+                # to 151,936 rows; vLLM refuses such an id in the next prompt): never sent.
+                rollout.cut = "generation"
                 return
             # The model's text as written: Llama-3 tokenizers ship clean_up_tokenization_spaces=true, which
             # transformers 4.x applies on decode (" ," -> ","), changing call arguments.
