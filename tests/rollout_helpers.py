@@ -19,6 +19,7 @@ from seal.bfcl.tasks import get_task
 from seal.dataset import EVAL_AGENT, TRAIN_AGENT
 from seal.env.client import InProcessEnvClient, open_episode
 from seal.env.episode import Episode
+from seal.protocol import DEFAULT_PROTOCOL
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.agent_loop import agent_loop_config_path, close_env_clients
 from seal.trainer.rollout_settings import RolloutSettings
@@ -83,11 +84,13 @@ def row(task_id: str, agent: str, index: int) -> dict[str, Any]:
     }
 
 
-async def conversation(task_id: str, mode: str, actions: Sequence[str]) -> list[list[dict[str, str]]]:
+async def conversation(
+    task_id: str, mode: str, actions: Sequence[str], protocol: str = DEFAULT_PROTOCOL
+) -> list[list[dict[str, str]]]:
     """Opening messages, then per action the environment's answer: what the tokens must render."""
     client = InProcessEnvClient()
     turns: list[list[dict[str, str]]] = []
-    async with open_episode(client, task_id, mode) as episode:
+    async with open_episode(client, task_id, mode, protocol) as episode:
         turns.append(episode.messages)
         for action in actions:
             stepped = await episode.step(action)

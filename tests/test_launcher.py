@@ -61,6 +61,10 @@ TABLE_4_3B = {
     "train batch size": "16",
     "epochs": "6 (25 steps per epoch of 400 train rows; 150 steps)",
 }
+TABLE_4_3B_1GPU = {
+    **TABLE_4_3B,
+    "GPUs": "1 (1 node x 1), tensor parallel 1, vLLM async, GPU memory utilisation 0.6",
+}
 
 
 def plan_lines(stdout: str) -> list[str]:
@@ -133,6 +137,7 @@ def test_a_ray_backend_dry_run_starts_no_service_and_plans_the_actors_per_node(c
 EXPECTED_SEAL_PARTS = {
     "SEAL": ("reference", "preset reference, Evolve on", "dynamic"),
     "SEAL_3B": ("reference", "preset reference, Evolve on", "dynamic"),
+    "SEAL_3B_1gpu": ("reference", "preset reference, Evolve on", "dynamic"),
     "SEAL_full_loop": ("paper", "preset full, Evolve on", "dynamic"),
     "ablation_no_env_adaptation": ("reference", "preset none, Evolve off", "dynamic"),
     "ablation_no_reweighting": ("reference", "preset reference, Evolve on", "off"),
@@ -147,7 +152,7 @@ def test_every_experiment_dry_runs_with_its_own_service(conf, capsys, monkeypatc
     assert launcher.main(["--conf", str(conf), "--dry-run", "--with-bfcl"]) == 0
     out = capsys.readouterr().out
     plan = plan_values(out)
-    table = TABLE_4_3B if conf.stem == "SEAL_3B" else TABLE_4
+    table = {"SEAL_3B": TABLE_4_3B, "SEAL_3B_1gpu": TABLE_4_3B_1GPU}.get(conf.stem, TABLE_4)
     assert {key: plan.get(key) for key in table} == table
     taxonomy, interface, apatch = EXPECTED_SEAL_PARTS[conf.stem]
     assert plan["diagnosis taxonomy"] == taxonomy
