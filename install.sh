@@ -2,6 +2,8 @@
 # One-command set-up of SEAL into the active Python (a venv, or the machine's interpreter).
 #   bash install.sh         CPU machine: torch 2.13.0 (CPU build), verl[verl-core] 0.9.1, bfcl-eval, SEAL
 #   bash install.sh --gpu   GPU node:    verl[vllm] 0.9.1 (torch 2.11, vLLM 0.24), bfcl-eval, SEAL
+#   bash install.sh --ood   also the extras of `seal eval`'s out-of-distribution suites (BFCL V4 memory's
+#                           backends and MiniLM weights, tau2-bench): requirements-ood.txt, scripts/ood_extras.py
 # torch's CPU build comes from the PyTorch CPU index (https://download.pytorch.org/whl/cpu) when it answers
 # within 5 s; an installed torch 2.13 is kept; otherwise torch 2.13.0 comes from PyPI, which on Linux is
 # the CUDA build (with its nvidia wheels, several GB), and the script says so.
@@ -12,13 +14,15 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 python="${PYTHON:-python}"
 command -v "$python" >/dev/null 2>&1 || python=python3
 gpu=0
+ood=0
 torch_release=2.13.0
 torch_cpu_index=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 for arg in "$@"; do
   case "$arg" in
     --gpu) gpu=1 ;;
+    --ood) ood=1 ;;
     -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
-    *) echo "install.sh: unknown option '$arg' (use --gpu or nothing)" >&2; exit 2 ;;
+    *) echo "install.sh: unknown option '$arg' (use --gpu, --ood or nothing)" >&2; exit 2 ;;
   esac
 done
 
@@ -62,6 +66,10 @@ step "bfcl-eval 2026.3.23 with only what its multi-turn parts import (its numpy 
 step "SEAL and its dependencies"
 pip_install -r "$here/requirements.txt"
 pip_install --no-deps -e "$here"
+if [ "$ood" = 1 ]; then
+  step "the out-of-distribution suites' extras (BFCL V4 memory backends and MiniLM weights, tau2-bench)"
+  "$python" "$here/scripts/ood_extras.py" || fail "could not install the OOD extras (see above)"
+fi
 
 step "checking the environment"
 "$python" -m pip check || fail "pip check found conflicting packages (listed above)"

@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import orjson
 import uvicorn
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -45,6 +44,7 @@ from env_service.models import (
     parse_body,
     request_body,
 )
+from seal.env import wire
 from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, is_loopback, token_from_environment
 from seal.env.context_limits import CUTS
 from seal.env.store import EpisodeStore, StoreError, StoreSettings, one_line
@@ -118,11 +118,12 @@ class BindError(RuntimeError):
 
 
 class FastJSONResponse(JSONResponse):
-    """JSON rendered by orjson: create and finish bodies (a 25 kB prompt, per-turn evidence) are
-    large, and the standard library's encoder was a tenth of the service's CPU under load."""
+    """JSON rendered by orjson (`seal.env.wire`): create and finish bodies (a 25 kB prompt, per-turn
+    evidence) are large, and the standard library's encoder was a tenth of the service's CPU under load.
+    Whatever the store answers renders: no 500 after a step was applied."""
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content)
+        return wire.dumps(content)
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -173,7 +174,13 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     @app.exception_handler(Exception)
     async def crashed(request: Request, exc: Exception) -> JSONResponse:
         LOG.exception("unhandled error on %s %s", request.method, request.url.path)
-        return JSONResponse({"detail": f"internal error: {type(exc).__name__}"}, status_code=500)
+        # uvicorn drops the connection after an unhandled error: say so, or a client's pool reuses it and
+        # the next request on it (another episode's) fails.
+        return JSONResponse(
+            {"detail": f"internal error: {type(exc).__name__}"},
+            status_code=500,
+            headers={"connection": "close"},
+        )
 
     @app.get("/healthz", response_model=Health, tags=["service"])
     async def healthz() -> JSONResponse:

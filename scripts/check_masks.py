@@ -1,10 +1,12 @@
 """Check traced trajectories (`seal.rollout.trace_dir`): the trained tokens are the sampled ones.
 
 Each maximal run of `response_mask` 1 must decode to one sampled text (what the model produced,
-its end-of-turn token included), in order; each run of mask 0 after the prompt must decode to
-template glue around one environment observation (with a ChatML template: the newline after
-`<|im_end|>`, the observation's turn, then the assistant header). Prints a table and one trajectory
-bracketed as `[[S: sampled]]` / `[[E: environment]]`; exits 1 with one line per failing trajectory.
+its end-of-turn token included), in order; each run of mask 0 after the prompt must decode to exactly
+what the model's chat template renders for one environment observation after a finished assistant turn:
+the template's separator after the end-of-turn token (ChatML's newline after `<|im_end|>`, nothing
+after Llama-3's `<|eot_id|>`), the observation's turns, then the assistant header. Prints a table and
+one trajectory bracketed as `[[S: sampled]]` / `[[E: environment]]`; exits 1 with one line per failing
+trajectory.
 
     python scripts/check_masks.py TRACE_DIR MODEL_DIR [--show N]
 """
@@ -19,9 +21,12 @@ from typing import Any
 
 from transformers import AutoTokenizer
 
-CHATML_START, CHATML_END = "<|im_start|>", "<|im_end|>"
-ASSISTANT_HEADER = CHATML_START + "assistant\n"
 PROMPT_TAIL = 200
+PROBE = [
+    {"role": "system", "content": "probe system"},
+    {"role": "user", "content": "probe user"},
+    {"role": "assistant", "content": "probe reply"},
+]
 
 
 def read_traces(trace_dir: Path) -> list[dict[str, Any]]:
@@ -44,7 +49,31 @@ def mask_runs(ids: list[int], mask: list[int]) -> list[tuple[int, list[int]]]:
     return runs
 
 
-def check(trace: dict[str, Any], tokenizer: Any, chatml: bool) -> str:
+class TemplateGlue:
+    """What the model's chat template writes around an observation that follows a finished assistant turn."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.prefix = self.render(PROBE, add_generation_prompt=False)
+        end = tokenizer.eos_token
+        if not end or end not in self.prefix:
+            raise ValueError(f"the chat template does not end an assistant turn with {end!r}")
+        self.separator = self.prefix[self.prefix.rindex(end) + len(end) :]
+
+    def render(self, messages: list[dict[str, Any]], add_generation_prompt: bool) -> str:
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+
+    def expected(self, observation: list[dict[str, Any]]) -> str:
+        """The separator, the observation's turns and the next assistant header, as rendered."""
+        full = self.render([*PROBE, *observation], add_generation_prompt=True)
+        if not full.startswith(self.prefix):
+            raise ValueError("the chat template re-renders earlier turns when a message is appended")
+        return self.separator + full[len(self.prefix) :]
+
+
+def check(trace: dict[str, Any], tokenizer: Any, glue: TemplateGlue) -> str:
     """The reason the trajectory fails, or "" when it holds."""
     runs = mask_runs(trace["response_ids"], trace["response_mask"])
     sampled = [tokenizer.decode(ids) for bit, ids in runs if bit == 1]
@@ -65,11 +94,13 @@ def check(trace: dict[str, Any], tokenizer: Any, chatml: bool) -> str:
         cut_here = truncated and i == len(context) - 1 and runs[-1][0] == 0
         if cut_here:
             continue
-        missing = [m["content"] for m in observation if m["content"].strip() not in got]
-        if missing:
-            return f"mask-0 run {i} lacks the observation {missing[0][:60]!r}"
-        if chatml and not (got.startswith("\n" + CHATML_START) and got.endswith(ASSISTANT_HEADER)):
-            return f"mask-0 run {i} is not ChatML glue: {got[:40]!r}...{got[-40:]!r}"
+        want = glue.expected(observation)
+        if got != want:
+            at = next((k for k, pair in enumerate(zip(got, want, strict=False)) if pair[0] != pair[1]), None)
+            at = min(len(got), len(want)) if at is None else at
+            return (
+                f"mask-0 run {i} leaves the template at char {at}: {got[at:][:30]!r}, not {want[at:][:30]!r}"
+            )
     return ""
 
 
@@ -93,13 +124,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
-    template = tokenizer.chat_template or ""
-    chatml = CHATML_START in template and CHATML_END in template
+    try:
+        glue = TemplateGlue(tokenizer)
+    except ValueError as exc:
+        print(f"error: {args.model_dir}: {exc}", file=sys.stderr)
+        return 2
     failures: list[str] = []
     print(f"{'trajectory':<40} {'calls':>5} {'mask-1':>7} {'mask-0':>7}  ok")
     for i, trace in enumerate(traces):
         name = f"{i}:{trace['task_id']}/{trace['mode']}"
-        reason = check(trace, tokenizer, chatml)
+        reason = check(trace, tokenizer, glue)
         ones = sum(trace["response_mask"])
         zeros = len(trace["response_mask"]) - ones
         print(

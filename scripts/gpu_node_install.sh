@@ -2,12 +2,15 @@
 # Install the GPU stack on an offline GPU node from chunks copied there one call at a time.
 #
 # On a machine with network, from the project root (.gpu is git-ignored):
-#   bash scripts/gpu_carry.sh .gpu          # verl 0.9.1 + vLLM 0.24 wheels (c_part*) and SEAL's extras (d_dpart*)
+#   bash scripts/gpu_carry.sh .gpu          # verl 0.9.1 + vLLM 0.24 wheels (c_part*), SEAL's extras (d_dpart*)
+#                                           # and the OOD suites' wheels (o_opart*, optional)
 # then, on the node, for each chunk folder in turn: mkdir -p /root/stash && cp .gpu/<chunk>/* /root/stash/
 # and finally:  source scripts/gpu_node_install.sh [/root/stash]
 #
 # The node's image already has Python 3.12, torch and transformers: verl's wheels go to /root/site (first on
 # PYTHONPATH), SEAL's extras to /root/site2 *after* the image's site-packages, so the image's versions win.
+# When the stash holds o_opart chunks, the OOD suites' wheels go to /root/site2 too and the MiniLM weights into
+# the Hugging Face cache (scripts/ood_extras.py --place).
 # Idempotent: an installed folder is reused. Leaves PYTHONPATH and the multi-GPU safety variables exported.
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; return 0 2>/dev/null || exit 0 ;; esac
 set -euo pipefail
@@ -21,6 +24,11 @@ if [ ! -d /root/site2/bfcl_eval ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site2 "$stash"/sdeps/*.whl
   site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
   echo /root/site2 > "$site/zz_seal_extras.pth"
+fi
+if [ ! -d /root/site2/tau2 ] && [ -e "$stash/opart00" ]; then
+  (cd "$stash" && cat opart?? > ood.tar && tar -xf ood.tar && rm ood.tar)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site2 "$stash"/ood/*.whl
+  python3 "$(dirname "${BASH_SOURCE[0]}")/ood_extras.py" --place
 fi
 set +euo pipefail
 export PYTHONPATH=/root/site:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 HYDRA_FULL_ERROR=1 \

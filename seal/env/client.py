@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar, cast, runtime_checkable
@@ -16,12 +15,14 @@ from urllib.parse import quote
 
 import aiohttp
 import httpx
-import orjson
 from httpx_aiohttp import AiohttpTransport
 
+from seal.env import wire
 from seal.env.auth import TOKEN_HEADER, token_from_environment
 from seal.env.episode import EpisodeResult
 from seal.env.store import EpisodeStore, StoreError, one_line
+from seal.protocol.representable import unicode_text
+from seal.urls import masked_url
 
 T = TypeVar("T")
 
@@ -154,13 +155,13 @@ class HttpEnvClient:
             delay = self.backoff * 2 ** (attempt - 1)
             if attempt > self.retries or loop.time() + delay >= deadline:
                 raise EnvUnavailableError(
-                    f"{method} {self.base_url}{path}: unreachable after {attempt} attempt(s)"
+                    f"{method} {masked_url(self.base_url)}{path}: unreachable after {attempt} attempt(s)"
                     f" ({_describe(error)})"
                 ) from error
             await asyncio.sleep(delay)
         if response.status_code >= 400:
             raise EnvServiceError(response.status_code, _reason(response))
-        return orjson.loads(response.content) if response.content else None
+        return wire.loads(response.content) if response.content else None
 
     async def create_episode(self, task_id: str, mode: str, protocol: str | None = None) -> dict[str, Any]:
         body: dict[str, Any] = {"task_id": task_id, "mode": mode}
@@ -169,7 +170,10 @@ class HttpEnvClient:
         return await self._request("POST", "/episodes", body)
 
     async def step(self, episode_id: str, action: str) -> dict[str, Any]:
-        return await self._request("POST", f"/episodes/{_segment(episode_id)}/step", {"action": action})
+        """The action is sent as Unicode text, as the episode reads it (a lone surrogate, which has no
+        UTF-8 form and which the service refuses as a malformed body, becomes U+FFFD)."""
+        body = {"action": unicode_text(action)}
+        return await self._request("POST", f"/episodes/{_segment(episode_id)}/step", body)
 
     async def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
         params = {"close": "true"} if close else {}
@@ -198,8 +202,8 @@ class HttpEnvClient:
 class InProcessEnvClient:
     """The same interface on an `EpisodeStore` in this process: no server, same data, same errors.
 
-    Results go through a JSON round trip, so callers see exactly what HTTP would give them (lists,
-    string keys) and cannot mutate the store's state through a returned object.
+    Results go through the service's JSON rendering (`seal.env.wire`), so callers see exactly what HTTP
+    would give them (lists, string keys) and cannot mutate the store's state through a returned object.
     """
 
     def __init__(self, store: EpisodeStore | None = None) -> None:
@@ -211,7 +215,7 @@ class InProcessEnvClient:
             value = function(*args)
         except StoreError as exc:
             raise EnvServiceError(exc.status, exc.reason) from None
-        return json.loads(json.dumps(value)) if value is not None else None
+        return wire.round_trip(value) if value is not None else None
 
     async def create_episode(self, task_id: str, mode: str, protocol: str | None = None) -> dict[str, Any]:
         return self._call(lambda: self.store.create(task_id, mode, protocol)._asdict())

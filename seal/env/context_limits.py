@@ -102,7 +102,9 @@ def tokenizer_codec(tokenizer: object) -> tuple[Encode, Decode]:
         return tokenizer.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
 
     def decode(ids: Sequence[int]) -> str:
-        return tokenizer.decode(list(ids), skip_special_tokens=False)  # type: ignore[attr-defined]
+        return tokenizer.decode(  # type: ignore[attr-defined]
+            list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False
+        )
 
     return encode, decode
 

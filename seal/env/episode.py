@@ -19,6 +19,7 @@ from seal.bfcl.verifier import FORCE_TERMINATED, Verdict, official_verdict, turn
 from seal.env.interface import RAW, Interface
 from seal.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
 from seal.protocol.base import CallCandidate, ParsedAction
+from seal.protocol.representable import unicode_text
 from seal.tocf.diagnosis import diagnose, trajectory_profile
 from seal.tocf.evidence import CallEvidence, TurnEvidence
 from seal.tocf.labels import DEFAULT_TAXONOMY
@@ -157,10 +158,13 @@ class Episode:
 
     # -- stepping -------------------------------------------------------------------------
     def step(self, action: str) -> StepResult:
+        """Play one assistant message. Whatever it says is the model's scored action; its text is read
+        as Unicode (a lone surrogate becomes U+FFFD: seal/protocol/representable.py)."""
         if not isinstance(action, str):
             raise TypeError("an action is the assistant's message text")
         if self.done:
             raise EpisodeDoneError(f"episode of {self.task.id} has ended; no more steps")
+        action = unicode_text(action)
         self.reset()
         index = len(self.actions)
         self.actions.append(action)

@@ -4,17 +4,21 @@
 what the service would); `env_actors_per_node` of them run on every alive node, pinned there with
 `NodeAffinitySchedulingStrategy`, named `seal-env-<node id>-<index>` in the namespace `seal_env`, so
 any process of the cluster finds them with `ray.get_actor`. One `EnvFleet` actor, started by the
-trainer, places them, holds the current Ω and replaces a dead actor with that Ω; being the only
-process that creates environment actors, it never races itself; it holds their handles, and they all
-end with it, that is with the run (the trainer owns it).
+trainer, places them, holds the current Ω and replaces a dead actor with an actor serving that Ω
+exactly (its whole state, not Evolve again from Ω0: guideline selection has hysteresis, so a
+re-derivation can choose other guidelines); being the only process that creates environment actors, it
+never races itself; it holds their handles, and they all end with it, that is with the run (the trainer
+owns it). A fleet that died took its actors with it: the trainer notices at the start of its next step
+or validation and starts a new fleet serving the last Ω every actor agreed on (`keep_fleet`).
 
 `RayEnvClient` is the `EnvClient` of a rollout worker: it opens episodes on its own node's actors
 (round robin), names the actor in the episode id so that every later call of the episode goes to
 the actor that holds it, and turns a dead or silent actor into `EnvUnavailableError`, so the agent
 loop's retry-from-start and env_error paths apply as they do for the HTTP service. The call that
 finds an actor dead asks the fleet to replace it before it raises, so the retry plays on the
-replacement. `put_profile` goes to every actor through the fleet and checks that all report one Ω
-version.
+replacement. A client that finds no fleet says whether it had one (it died) or never found one.
+`put_profile` goes to every actor through the fleet and checks that all serve one Ω: the same digest of
+its whole state (seal/env/omega_state.py), not only the same version.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from seal.env.client import EnvServiceError, EnvUnavailableError, InProcessEnvClient
 from seal.env.episode import EpisodeResult
+from seal.env.omega_state import describe_omega, omega_digest, restore
 from seal.env.store import EpisodeStore, StoreSettings
 
 LOG = logging.getLogger(__name__)
@@ -46,6 +51,8 @@ EPISODE_SEPARATOR = ":"
 ENV_CALLS = frozenset(
     {"create_episode", "step", "finish", "delete", "get_interface", "put_profile", "health", "list_tasks"}
 )
+FLEET_DIED = f"the environment fleet ({FLEET_NAME}) died, and every environment actor with it"
+FLEET_REBUILT = "the trainer starts a new one serving the last agreed Ω at its next step or validation"
 START_TIMEOUT_S = 120.0
 """Bound on starting one actor (a new worker process that loads the BFCL tasks)."""
 
@@ -69,7 +76,7 @@ class EnvActor:
     def __init__(self, settings: StoreSettings, omega: dict[str, Any] | None) -> None:
         self.env = InProcessEnvClient(EpisodeStore(settings))
         if omega is not None:
-            self.env.store.update_profile(omega["profile"], omega["version"])
+            self.env.store.adopt_interface(restore(omega))
         # As the service does: the loaded tasks live as long as the process, and frozen, no full
         # garbage collection walks them (a 75 ms pause each).
         gc.freeze()
@@ -91,10 +98,11 @@ class EnvActor:
 class EnvFleet:
     """Places, replaces and updates the environment actors; one call at a time (a plain actor)."""
 
-    def __init__(self, settings: StoreSettings, per_node: int) -> None:
+    def __init__(self, settings: StoreSettings, per_node: int, omega: dict[str, Any] | None = None) -> None:
         self.settings = settings
         self.per_node = per_node
-        self.omega: dict[str, Any] | None = None
+        self.omega = omega
+        """The Ω every new actor serves (`Interface.to_json()`); None: the preset's version 0."""
         self.actors: dict[str, Any] = {}
         """The fleet's handles: a non-detached actor lives while its owner holds one."""
 
@@ -118,7 +126,9 @@ class EnvFleet:
         ).remote(self.settings, self.omega)
         ray.get(actor.node_id.remote(), timeout=START_TIMEOUT_S)
         self.actors[name] = actor
-        LOG.info("environment actor %s started (Ω v%s)", name, (self.omega or {}).get("version", 0))
+        LOG.info(
+            "environment actor %s started (Ω %s)", name, describe_omega(self.omega) if self.omega else "v0"
+        )
 
     def put_profile(
         self, profile: dict[str, Any], version: int | None
@@ -152,15 +162,38 @@ class Placement:
 
     fleet: Any
     actors: dict[str, list[str]]
+    settings: StoreSettings
+    per_node: int
 
     def describe(self) -> str:
         return ", ".join(f"node {node[:8]}: {len(names)}" for node, names in self.actors.items())
 
 
-def start_env_actors(settings: StoreSettings, per_node: int) -> Placement:
-    """Start the fleet (in this Ray job, ending with it) and place `per_node` actors on every node."""
-    fleet = EnvFleet.options(name=FLEET_NAME, namespace=NAMESPACE).remote(settings, per_node)
-    return Placement(fleet, ray.get(fleet.place.remote(), timeout=START_TIMEOUT_S * per_node))
+def start_env_actors(
+    settings: StoreSettings, per_node: int, omega: dict[str, Any] | None = None
+) -> Placement:
+    """Start the fleet (in this Ray job, ending with it) and place `per_node` actors on every node, each
+    serving `omega` (None: the preset's version 0)."""
+    fleet = EnvFleet.options(name=FLEET_NAME, namespace=NAMESPACE).remote(settings, per_node, omega)
+    actors = ray.get(fleet.place.remote(), timeout=START_TIMEOUT_S * per_node)
+    return Placement(fleet, actors, settings, per_node)
+
+
+def keep_fleet(placement: Placement, omega: dict[str, Any] | None) -> Placement:
+    """`placement`, its actors placed again where one died or a node joined; or, when the fleet itself
+    died (its actors with it), a new fleet whose actors serve `omega`, the last Ω they all agreed on."""
+    try:
+        actors = ray.get(placement.fleet.place.remote(), timeout=START_TIMEOUT_S * placement.per_node)
+    except RayActorError as exc:
+        served = describe_omega(omega) if omega else "v0"
+        LOG.warning(
+            "the environment fleet died (%s); starting a new one serving Ω %s", type(exc).__name__, served
+        )
+        return start_env_actors(placement.settings, placement.per_node, omega)
+    except RayError as exc:
+        LOG.warning("the environment fleet could not place its actors again: %s", exc)
+        return placement
+    return Placement(placement.fleet, actors, placement.settings, placement.per_node)
 
 
 @contextlib.contextmanager
@@ -192,6 +225,7 @@ class RayEnvClient:
         self._local: list[str] = []
         self._turn = itertools.count()
         self._handles: dict[str, Any] = {}
+        self._had_fleet = False
 
     async def _wait(self, what: str, ref: Awaitable[T]) -> T:
         try:
@@ -201,13 +235,30 @@ class RayEnvClient:
         except RayError as exc:
             raise EnvUnavailableError(f"{what} failed ({type(exc).__name__})") from exc
 
-    async def _fleet_ensure(self) -> list[str]:
-        node = self.node_id or ray.get_runtime_context().get_node_id()
+    def _fleet(self) -> Any:
+        """The fleet's handle; EnvUnavailableError saying whether this client had reached one before."""
         try:
             fleet = ray.get_actor(FLEET_NAME, namespace=NAMESPACE)
         except ValueError as exc:
-            raise EnvUnavailableError("no environment actors: the trainer has not started them") from exc
-        return await self._wait("the environment fleet", fleet.ensure.remote(node))
+            if self._had_fleet:
+                raise EnvUnavailableError(f"{FLEET_DIED}; {FLEET_REBUILT}") from exc
+            raise EnvUnavailableError(
+                f"no environment fleet ({FLEET_NAME} in Ray namespace {NAMESPACE}): the trainer has not "
+                f"started it (it does before the rollout workers start), or it died; {FLEET_REBUILT}"
+            ) from exc
+        self._had_fleet = True
+        return fleet
+
+    async def _fleet_call(self, method: str, *args: Any) -> Any:
+        try:
+            return await self._wait("the environment fleet", getattr(self._fleet(), method).remote(*args))
+        except EnvUnavailableError as exc:
+            if isinstance(exc.__cause__, RayActorError):
+                raise EnvUnavailableError(f"{FLEET_DIED} during the call; {FLEET_REBUILT}") from exc
+            raise
+
+    async def _fleet_ensure(self) -> list[str]:
+        return await self._fleet_call("ensure", self.node_id or ray.get_runtime_context().get_node_id())
 
     async def _local_actor(self) -> str:
         if not self._local:
@@ -220,7 +271,9 @@ class RayEnvClient:
             value, error = await self._wait(f"environment actor {name}", handle.call.remote(method, args))
         except (ValueError, EnvUnavailableError) as exc:
             self._handles.pop(name, None)
-            await self._replace(name)
+            fleet_gone = await self._replace(name)
+            if fleet_gone is not None:
+                raise fleet_gone from exc
             if isinstance(exc, EnvUnavailableError):
                 raise
             raise EnvUnavailableError(f"environment actor {name} is gone") from exc
@@ -228,14 +281,16 @@ class RayEnvClient:
             raise EnvServiceError(*error)
         return value
 
-    async def _replace(self, name: str) -> None:
-        """Have the fleet start a replacement now, so the episode's retry finds one; a failure here is
-        only logged (the retry then meets it as its own error)."""
+    async def _replace(self, name: str) -> EnvServiceError | None:
+        """Have the fleet start a replacement now, so the episode's retry finds one. A fleet that cannot
+        is returned (its message, which says what happened, is the episode's error) and logged."""
         self._local = []
         try:
             self._local = await self._fleet_ensure()
         except EnvServiceError as exc:
             LOG.warning("environment actor %s could not be replaced: %s", name, exc)
+            return exc
+        return None
 
     def _holder(self, episode_id: str) -> tuple[str, str]:
         name, _, inner = (
@@ -275,27 +330,24 @@ class RayEnvClient:
 
     async def put_profile(self, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
         """Evolve on every actor of the cluster; the Ω they all serve, or one line naming one that
-        refused or serves another version."""
-        try:
-            fleet = ray.get_actor(FLEET_NAME, namespace=NAMESPACE)
-        except ValueError as exc:
-            raise EnvUnavailableError("no environment actors: the trainer has not started them") from exc
-        answers = await self._wait("the environment fleet", fleet.put_profile.remote(profile, version))
-        return agreed_omega(answers)
+        refused or serves another Ω."""
+        return agreed_omega(await self._fleet_call("put_profile", profile, version))
 
 
 def agreed_omega(answers: dict[str, tuple[Any, tuple[int, str] | None]]) -> dict[str, Any]:
-    """The one Ω every actor answered, or `EnvServiceError` naming the first actor that disagrees."""
+    """The one Ω every actor answered (the same whole state, by digest), or `EnvServiceError` naming the
+    first actor that refused or serves another Ω."""
     served: dict[str, Any] | None = None
     for name, (value, error) in sorted(answers.items()):
         if error is not None:
             raise EnvServiceError(error[0], f"environment actor {name}: {error[1]}")
         if served is None:
             served = value
-        elif value["version"] != served["version"]:
+        elif omega_digest(value) != omega_digest(served):
             raise EnvServiceError(
                 409,
-                f"environment actor {name} serves Ω v{value['version']}, the others v{served['version']}",
+                f"environment actor {name} serves Ω {describe_omega(value)}; "
+                f"the others {describe_omega(served)}",
             )
     if served is None:
         raise EnvUnavailableError("no environment actor is alive")

@@ -7,12 +7,13 @@ because the environment is deterministic. Logs written before the key was rename
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from seal.bfcl.tasks import UnknownTaskError, get_task
 from seal.env.episode import Episode, EpisodeLimits, EpisodeResult
+from seal.env.store import MAX_TASK_ID_CHARS
+from seal.jsonl import JsonLinesError, json_lines
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from seal.tocf.labels import DEFAULT_TAXONOMY
 
@@ -21,12 +22,8 @@ class ActionLogError(ValueError):
     """An action log that cannot be replayed; the message names the line and the problem."""
 
 
-def parse_action_log(text: str, where: str = "action log") -> dict[str, Any]:
-    """Validate one JSON line; raises ActionLogError with a one-line reason."""
-    try:
-        log = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ActionLogError(f"{where}: not JSON ({exc.msg})") from None
+def parse_action_log(log: Any, where: str = "action log") -> dict[str, Any]:
+    """Validate one decoded line; raises ActionLogError with a one-line reason starting with `where`."""
     if not isinstance(log, dict):
         raise ActionLogError(f"{where}: expected a JSON object")
     if "format" in log and "protocol" not in log:
@@ -34,14 +31,15 @@ def parse_action_log(text: str, where: str = "action log") -> dict[str, Any]:
     task_id, protocol, actions = log.get("task_id"), log.get("protocol", DEFAULT_PROTOCOL), log.get("actions")
     if not isinstance(task_id, str):
         raise ActionLogError(f"{where}: 'task_id' must be a string")
+    if len(task_id) > MAX_TASK_ID_CHARS:
+        raise ActionLogError(f"{where}: 'task_id' is {len(task_id):,} characters long, not a task id")
     try:
         get_task(task_id)
     except UnknownTaskError as exc:
         raise ActionLogError(f"{where}: {exc}") from None
-    if protocol not in PROTOCOLS:
-        raise ActionLogError(
-            f"{where}: unknown protocol {protocol!r} (expected one of {', '.join(PROTOCOLS)})"
-        )
+    if not isinstance(protocol, str) or protocol not in PROTOCOLS:
+        shown = repr(protocol)[:80] if isinstance(protocol, str) else f"a JSON {type(protocol).__name__}"
+        raise ActionLogError(f"{where}: 'protocol' must be one of {', '.join(PROTOCOLS)}, not {shown}")
     if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
         raise ActionLogError(f"{where}: 'actions' must be a list of strings")
     return {**log, "task_id": task_id, "protocol": protocol, "actions": actions}
@@ -54,13 +52,10 @@ def read_action_logs(path: Path) -> list[dict[str, Any]]:
         inside = path / "actions.jsonl"
         hint = f"; did you mean {inside} (what seal eval writes)?" if inside.is_file() else ""
         raise ActionLogError(f"{path} is a folder, not a JSONL file of action logs{hint}")
-    if not path.is_file():
-        raise ActionLogError(f"{path}: no such file")
-    logs = []
-    with path.open() as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                logs.append(parse_action_log(line, f"{path}:{number}"))
+    try:
+        logs = [parse_action_log(log, where) for where, log in json_lines(path)]
+    except JsonLinesError as exc:
+        raise ActionLogError(str(exc)) from None
     if not logs:
         raise ActionLogError(f"{path}: no action logs in the file")
     return logs

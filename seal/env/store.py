@@ -315,6 +315,16 @@ class EpisodeStore:
             self._counters["evolved"] += 1
         return evolved.to_json()
 
+    def adopt_interface(self, interface: Interface) -> None:
+        """Serve exactly `interface` (an environment actor replacing one that died takes over its Ω
+        whole: Evolve again from Ω0 could choose other guidelines); its config must be this store's."""
+        if interface.config != self._interface.config:
+            raise BadRequest(
+                f"cannot adopt an Ω of another interface config than preset {self.settings.interface_preset}"
+            )
+        with self._omega_lock:
+            self._interface = interface
+
 
 def _id_key(episode_id: Any) -> str:
     return episode_id if isinstance(episode_id, str) else ""

@@ -26,6 +26,7 @@ from seal.env.context_limits import (
     Encode,
     EpisodeBudget,
     character_codec,
+    clip_messages,
     tokenizer_codec,
 )
 from seal.env.driver import Reply
@@ -110,6 +111,11 @@ class BudgetedChat:
         grown = math.ceil(_chars(new) * self.tokens_per_char) + TEMPLATE_TOKENS_PER_MESSAGE * len(new)
         estimated = self.budget.allowance(self.seen_tokens + grown)
         return estimated if estimated is not None else self.budget.allowance(self.seen_tokens)
+
+    def clip(self, observation: list[dict[str, str]]) -> list[dict[str, str]]:
+        """Each environment message cut to `max_env_tokens` with `codec`'s counts (the OOD suites' loops;
+        BFCL episodes are clipped by the driver)."""
+        return clip_messages(observation, *self.codec(), self.budget.max_env_tokens)
 
     def codec(self) -> tuple[Encode, Decode]:
         """The clip's token counts: exact with the tokenizer, else estimated at the rate seen so far."""

@@ -13,7 +13,6 @@ The API key is read from the environment only and is never written anywhere.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import re
 import sys
@@ -21,22 +20,25 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from seal.bfcl.tasks import category_of, split_ids
 from seal.env.client import EnvClient, EnvServiceError
 from seal.env.connect import DEFAULT_URL, ENV_BACKENDS, EnvSettings, open_environment
 from seal.env.context_limits import EpisodeBudget
 from seal.env.store import StoreSettings
-from seal.evaluation.budget import ContextBudget, tokenizer_tools
-from seal.evaluation.endpoint import ChatEndpoint, PreflightError, RetryPolicy
+from seal.evaluation.budget import ContextBudget
+from seal.evaluation.endpoint import ChatEndpoint, PreflightError
 from seal.evaluation.official import rescore
+from seal.evaluation.openings import CUT_BEFORE_FIRST_CALL, check_openings
 from seal.evaluation.runner import Progress, run_episodes
+from seal.evaluation.session import budgeted_endpoint, run_to_exit
 from seal.evaluation.store import OutputError, RunFolder
 from seal.flags import add_flags
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from seal.reports.tables import markdown_table, summarize
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
+from seal.urls import masked_url
 
 SPLIT_CHOICES = ("test", "val", "train", "all")
 EVAL_BACKENDS = ("inprocess", *(backend for backend in ENV_BACKENDS if backend != "inprocess"))
@@ -76,13 +78,11 @@ class EvalRequest:
     env_url: str | None = None
 
     def meta(self) -> dict[str, Any]:
-        """`run.json`: what was run, with any user:password removed from the URL (the environment's URL is
-        not kept: every backend plays the same episodes)."""
-        parts = urlsplit(self.base_url)
-        shown = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+        """`run.json`: what was run, the URL's credentials masked (seal/urls.py); the environment's URL is
+        not kept: every backend plays the same episodes."""
         left_out = ("task_ids", "out", "resume", "retry_failed", "env_url")
         fields = {k: v for k, v in asdict(self).items() if k not in left_out}
-        return {**fields, "base_url": shown, "tasks": len(self.task_ids)}
+        return {**fields, "base_url": masked_url(self.base_url), "tasks": len(self.task_ids)}
 
     def environment(self) -> EnvSettings:
         """Where the episodes run; an in-process store or the actors diagnose with `taxonomy`."""
@@ -107,11 +107,8 @@ class EvalReport:
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `seal eval`."""
-    parser.add_argument(
-        "--base-url", required=True, help="OpenAI-compatible API root, e.g. http://host:8000/v1"
-    )
-    parser.add_argument("--model", required=True, help="model name sent in each request")
+    """The options of `seal eval` on BFCL V3 (the `bfcl_v3` suite)."""
+    add_endpoint_arguments(parser)
     parser.add_argument(
         "--split",
         choices=SPLIT_CHOICES,
@@ -119,16 +116,44 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="task split (default: %(default)s, the split checkpoints are chosen on; report test)",
     )
     parser.add_argument(
-        "--protocol",
-        choices=sorted(PROTOCOLS),
-        default=DEFAULT_PROTOCOL,
-        help="tool-call protocol (default: %(default)s)",
-    )
-    parser.add_argument(
         "--taxonomy", choices=TAXONOMIES, default=DEFAULT_TAXONOMY, help="turn labels (default: %(default)s)"
     )
     parser.add_argument(
         "--tasks", help="comma-separated task ids, all within --split (default: the whole split)"
+    )
+    parser.add_argument(
+        "--official",
+        action="store_true",
+        help="re-score the action logs with bfcl-eval's checker and report disagreements (default: off)",
+    )
+    add_flags(parser, EpisodeBudget, ["max_llm_calls"])  # training's call limit (seal.rollout's too)
+    parser.add_argument(
+        "--env-backend",
+        choices=EVAL_BACKENDS,
+        default="inprocess",
+        help="where the episodes run: a store in this process, the environment service at --env-url (a "
+        "running `seal serve`), or environment actors on the Ray cluster (a local one if none is up); every "
+        "backend plays the same episodes (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--env-url",
+        metavar="URL",
+        help=f"with --env-backend http: the running environment service (default: {DEFAULT_URL})",
+    )
+
+
+def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every suite of `seal eval` shares: the endpoint, the selection size, the output folder,
+    the context budget and the retries."""
+    parser.add_argument(
+        "--base-url", required=True, help="OpenAI-compatible API root, e.g. http://host:8000/v1"
+    )
+    parser.add_argument("--model", required=True, help="model name sent in each request")
+    parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        default=DEFAULT_PROTOCOL,
+        help="tool-call protocol (default: %(default)s)",
     )
     parser.add_argument(
         "--limit",
@@ -139,7 +164,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--concurrency", type=int, default=8, help="episodes in flight at once (default: %(default)s)"
     )
     parser.add_argument(
-        "--out", type=Path, help="output folder (default: outputs/eval/<model>-<split>-<protocol>)"
+        "--out",
+        type=Path,
+        help="output folder (default: outputs/eval/<model>-<split or suite>-<protocol>)",
     )
     parser.add_argument(
         "--resume", action="store_true", help="skip tasks already in OUT/episodes.jsonl (default: off)"
@@ -150,18 +177,13 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --resume, run again the episodes the endpoint failed (default: off)",
     )
     parser.add_argument(
-        "--official",
-        action="store_true",
-        help="re-score the action logs with bfcl-eval's checker and report disagreements (default: off)",
-    )
-    parser.add_argument(
         "--max-tokens",
         type=int,
         default=4096,
         help="max_tokens per reply, as training's max_response_length: no call starts from a prompt "
         "past the window minus this (default: %(default)s)",
     )
-    add_flags(parser, EpisodeBudget)  # training's limits: seal.rollout has the same two settings
+    add_flags(parser, EpisodeBudget, ["max_env_tokens"])  # training's clip (seal.rollout's too)
     parser.add_argument(
         "--max-model-len",
         type=int,
@@ -190,19 +212,6 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "--api-key-env",
         metavar="VAR",
         help=f"environment variable holding the API key (default: {DEFAULT_KEY_ENV})",
-    )
-    parser.add_argument(
-        "--env-backend",
-        choices=EVAL_BACKENDS,
-        default="inprocess",
-        help="where the episodes run: a store in this process, the environment service at --env-url (a "
-        "running `seal serve`), or environment actors on the Ray cluster (a local one if none is up); every "
-        "backend plays the same episodes (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--env-url",
-        metavar="URL",
-        help=f"with --env-backend http: the running environment service (default: {DEFAULT_URL})",
     )
 
 
@@ -233,11 +242,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
 
 
-def build_request(args: argparse.Namespace) -> EvalRequest:
-    """Validate the parsed options; raises UsageError with the one-line reason."""
+def check_endpoint_arguments(args: argparse.Namespace) -> None:
+    """Validate the options of `add_endpoint_arguments` (and --max-llm-calls); raises UsageError."""
     parts = urlsplit(args.base_url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(f"--base-url must be an http(s) URL, got {args.base_url!r}")
+        raise UsageError(f"--base-url must be an http(s) URL, got {masked_url(args.base_url)!r}")
     if not args.model.strip():
         raise UsageError("--model must not be empty")
     for name in ("concurrency", "max_tokens", "limit", "max_model_len", "max_llm_calls"):
@@ -254,6 +263,11 @@ def build_request(args: argparse.Namespace) -> EvalRequest:
         raise UsageError("--retry-failed only applies with --resume")
     if args.tokenizer is not None and not args.tokenizer.is_dir():
         raise UsageError(f"--tokenizer {args.tokenizer} is not a folder")
+
+
+def build_request(args: argparse.Namespace) -> EvalRequest:
+    """Validate the parsed options; raises UsageError with the one-line reason."""
+    check_endpoint_arguments(args)
     if args.env_url is not None and args.env_backend != "http":
         raise UsageError("--env-url names an environment service: it takes --env-backend http")
     out = args.out or Path("outputs") / "eval" / f"{_slug(args.model)}-{args.split}-{args.protocol}"
@@ -301,14 +315,14 @@ def _markdown(request: EvalRequest, report: EvalReport) -> str:
         "",
         markdown_table(report.summary).rstrip("\n"),
     ]
-    notes = _notes(report)
+    notes = _notes(request, report)
     if notes:
         lines.append("")
         lines.extend(f"  - {n.strip()}" if n.startswith("  ") else f"- {n}" for n in notes)
     return "\n".join(lines) + "\n"
 
 
-def _notes(report: EvalReport) -> list[str]:
+def _notes(request: EvalRequest, report: EvalReport) -> list[str]:
     notes = []
     if report.dropped:
         notes.append(f"resume dropped {report.dropped} broken or failed line(s); those tasks ran again")
@@ -318,6 +332,13 @@ def _notes(report: EvalReport) -> list[str]:
         f"(context window or step limit: reward 0); {len(report.endpoint_errors)} endpoint error(s) "
         "excluded from the pass rate"
     )
+    first_cut = summary[CUT_BEFORE_FIRST_CALL]["count"]
+    if first_cut:
+        notes.append(
+            f"{first_cut} of {summary['n']} scored episode(s) were cut before their first call: the opening "
+            f"prompt plus --max-tokens {request.max_tokens} does not fit the model's window; lower "
+            "--max-tokens (with --tokenizer, seal eval checks every task before it starts)"
+        )
     if report.endpoint_errors:
         notes.append(
             f'endpoint errors ("error" in episodes.jsonl; rerun with --resume --retry-failed): '
@@ -349,27 +370,12 @@ async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
     Raises PreflightError (nothing written) when the endpoint cannot serve the run, OutputError on an
     unusable --out.
     """
-    count, codec = (None, None) if request.tokenizer is None else tokenizer_tools(Path(request.tokenizer))
-    policy = RetryPolicy(retries=request.retries, backoff=request.backoff)
-    async with ChatEndpoint(
-        request.base_url,
-        request.model,
-        api_key=api_key,
-        max_tokens=request.max_tokens,
-        timeout=request.timeout,
-        policy=policy,
-        max_connections=request.concurrency,
-    ) as endpoint:
-        served = await endpoint.preflight()
-        window = request.max_model_len or served.window
-        budget = ContextBudget(
-            max_tokens=request.max_tokens,
-            window=window,
-            count=count,
-            max_llm_calls=request.max_llm_calls,
-            max_env_tokens=request.max_env_tokens,
-            codec=codec,
+    async with budgeted_endpoint(request, api_key) as (endpoint, budget):
+        warning = check_openings(
+            budget.window, budget.max_tokens, request.task_ids, request.protocol, budget.count
         )
+        if warning is not None:
+            print(f"seal eval: warning: {warning}", file=sys.stderr)
         async with open_environment(request.environment()) as client:
             await _check_environment(client, request)
             return await _run(request, client, endpoint, budget)
@@ -424,6 +430,8 @@ async def _run(
     summary = summarize([r for r in ordered if "error" not in r], request.split)
     failed_ids = [r["task_id"] for r in ordered if "error" in r]
     summary["endpoint_errors"] = {"count": len(failed_ids), "task_ids": failed_ids}
+    first_cut = [r["task_id"] for r in ordered if r.get("cut") == "context" and r.get("llm_calls") == 0]
+    summary[CUT_BEFORE_FIRST_CALL] = {"count": len(first_cut), "task_ids": first_cut}
     if request.official:
         summary["official"] = rescore(folder.action_logs(), {t: r["reward"] for t, r in records.items()})
     failures = [p for p in played if p.failed]
@@ -444,25 +452,14 @@ def run_eval_command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"seal eval: error: {exc}", file=sys.stderr)
         return 2
-    try:
-        report = asyncio.run(evaluate(request, api_key))
-    except PreflightError as exc:
-        print(f"seal eval: error: {exc}", file=sys.stderr)
-        return 1
-    except (OutputError, ValueError, OSError) as exc:
-        print(f"seal eval: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(
-            f"seal eval: interrupted; finished episodes are in {request.out}, rerun with --resume",
-            file=sys.stderr,
-        )
-        return 130
+    report, code = run_to_exit(evaluate(request, api_key), request.out)
+    if report is None:
+        return code
     print(markdown_table(report.summary), end="")
     print(
         f"model {request.model} · base URL {request.meta()['base_url']} · protocol {request.protocol} · "
         f"taxonomy {request.taxonomy} · results in {request.out}"
     )
-    for note in _notes(report):
+    for note in _notes(request, report):
         print(note)
     return 1 if report.ran and report.failed == report.ran else 0

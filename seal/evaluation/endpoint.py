@@ -22,6 +22,8 @@ from typing import Any
 import httpx
 
 from seal.env.driver import ModelError
+from seal.protocol.representable import unicode_text
+from seal.urls import MASK, masked_url, url_secrets
 
 RETRY_STATUS = frozenset({408, 429})
 AUTH_STATUS = frozenset({401, 403})
@@ -148,6 +150,8 @@ class ChatEndpoint:
         self.timeout = timeout
         self.policy = policy or RetryPolicy()
         self._secret = api_key or None
+        self._masked = sorted({s for s in (api_key, *url_secrets(base_url)) if s}, key=len, reverse=True)
+        """Masked out of every message: the key, and the credentials written into the URL."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(
             headers=headers,
@@ -157,7 +161,7 @@ class ChatEndpoint:
         )
 
     def __repr__(self) -> str:
-        return f"ChatEndpoint(url={self.url!r}, model={self.model!r})"
+        return f"ChatEndpoint(url={masked_url(self.url)!r}, model={self.model!r})"
 
     async def __aenter__(self) -> ChatEndpoint:
         return self
@@ -168,10 +172,11 @@ class ChatEndpoint:
         await self._client.aclose()
 
     def _clean(self, text: str, limit: int = EXCERPT_CHARS) -> str:
-        """One line, bounded, with the API key masked (a server may echo request headers)."""
+        """One line, bounded, with the API key and the URL's credentials masked (a server may echo
+        request headers, a library the URL)."""
         text = " ".join(text.split())
-        if self._secret:
-            text = text.replace(self._secret, "***")
+        for secret in self._masked:
+            text = text.replace(secret, MASK)
         return text if len(text) <= limit else text[:limit] + "..."
 
     async def preflight(self) -> ModelInfo:
@@ -184,7 +189,7 @@ class ChatEndpoint:
         try:
             response = await self._client.get(where, timeout=self._preflight_timeout)
         except httpx.RequestError as exc:
-            raise PreflightError(self._clean(self._unanswered(where, exc))) from None
+            raise PreflightError(self._clean(self._unanswered(masked_url(where), exc))) from None
         if response.status_code in AUTH_STATUS:
             raise PreflightError(self._refused_key(response))
         if response.status_code in (404, 405):
@@ -194,7 +199,9 @@ class ChatEndpoint:
         try:
             listed = [m for m in response.json()["data"] if isinstance(m, dict)]
         except (ValueError, KeyError, TypeError):
-            raise PreflightError(self._clean(f"{where} is not a model list: {response.text}")) from None
+            raise PreflightError(
+                self._clean(f"{masked_url(where)} is not a model list: {response.text}")
+            ) from None
         entry = next((m for m in listed if m.get("id") == self.model), None)
         if entry is None:
             served = ", ".join(str(m.get("id")) for m in listed[:10]) or "none"
@@ -207,13 +214,13 @@ class ChatEndpoint:
         try:
             response = await self._client.post(self.url, json=payload, timeout=self._preflight_timeout)
         except httpx.RequestError as exc:
-            raise PreflightError(self._clean(self._unanswered(self.url, exc))) from None
+            raise PreflightError(self._clean(self._unanswered(masked_url(self.url), exc))) from None
         if response.status_code in AUTH_STATUS:
             raise PreflightError(self._refused_key(response))
         if response.status_code in NO_ROUTE_STATUS and not MODEL_IN_REFUSAL.search(response.text):
             answers = [self._answered(answer, SHORT_EXCERPT_CHARS) for answer in (listing, response)]
             raise PreflightError(
-                f"no OpenAI API at {httpx.URL(self.base_url).copy_with(userinfo=b'')}: {', '.join(answers)}; "
+                f"no OpenAI API at {masked_url(self.base_url)}: {', '.join(answers)}; "
                 "is --base-url the API root (it usually ends in /v1)?"
             )
         if not response.is_success:
@@ -238,7 +245,7 @@ class ChatEndpoint:
 
     def _answered(self, response: httpx.Response, limit: int = EXCERPT_CHARS) -> str:
         """`URL answered HTTP n: body`, the body cleaned (or said to be empty), no user:password shown."""
-        url = response.request.url.copy_with(userinfo=b"")
+        url = masked_url(str(response.request.url))
         body = self._clean(response.text, limit) or "(empty body)"
         return f"{url} answered HTTP {response.status_code}: {body}"
 
@@ -299,7 +306,7 @@ class ChatEndpoint:
         if isinstance(content, str):
             finish = body["choices"][0].get("finish_reason")
             return Completion(
-                content,
+                unicode_text(content),
                 _usage(body, "prompt_tokens"),
                 _usage(body, "completion_tokens"),
                 finish if isinstance(finish, str) else None,

@@ -57,11 +57,18 @@ async def play(
         async with open_episode(client, task_id, "eval", protocol) as session:
             await drive(session, BudgetedChat(endpoint, budget), budget, driven)
         assert session.result is not None
-        record = {**episode_record(session.result), "cut": driven.cut}
+        record = {**episode_record(session.result), "cut": driven.cut, "llm_calls": driven.calls}
         if driven.error is not None:
             record["error"] = driven.error
     except EnvServiceError as exc:
-        record = {"task_id": task_id, "reward": 0.0, "cut": driven.cut, "error": f"environment: {exc}"}
+        error = f"environment: {exc}"
+        record = {
+            "task_id": task_id,
+            "reward": 0.0,
+            "cut": driven.cut,
+            "llm_calls": driven.calls,
+            "error": error,
+        }
     return Played(record, {"task_id": task_id, "protocol": protocol, "actions": driven.actions})
 
 

@@ -41,16 +41,16 @@ def _is_nonempty(path: Path) -> bool:
 
 def _parse_lines(path: Path) -> Iterable[dict[str, Any] | None]:
     """Each non-blank line as a JSON object with a string task_id, or None when it is broken
-    (an interrupted write leaves a partial last line)."""
+    (an interrupted write leaves a partial last line; a damaged one may not even be UTF-8)."""
     if not path.is_file():
         return
-    with path.open() as handle:
+    with path.open("rb") as handle:
         for line in handle:
             if not line.strip():
                 continue
             try:
-                value = json.loads(line)
-            except json.JSONDecodeError:
+                value = json.loads(line.decode("utf-8"))
+            except (ValueError, RecursionError):
                 yield None
                 continue
             yield value if isinstance(value, dict) and isinstance(value.get("task_id"), str) else None
@@ -60,9 +60,15 @@ def _dump(value: dict[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False) + "\n"
 
 
+def _open_lines(path: Path, mode: str) -> IO[str]:
+    """A JSONL file for `_dump`'s lines: UTF-8, and a lone surrogate (not Unicode text, so it has no UTF-8
+    form) written as its JSON escape `\\udXXX`, which reads back as the same string."""
+    return path.open(mode, encoding="utf-8", errors="backslashreplace")
+
+
 def _write_atomic(path: Path, lines: Iterable[str]) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as handle:
+    with _open_lines(tmp, "w") as handle:
         handle.writelines(lines)
         handle.flush()
         os.fsync(handle.fileno())
@@ -90,7 +96,7 @@ class RunFolder:
         self.root.mkdir(parents=True, exist_ok=True)
         for path in (self.episodes, self.actions):
             path.write_text("")
-        self.run.write_text(json.dumps(meta, indent=2) + "\n")
+        self.run.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     def resume(self, meta: dict[str, Any], selection: Sequence[str], retry_failed: bool) -> Resumed:
         """Keep every finished episode of the selection with its action log. Broken lines, episodes
@@ -100,7 +106,7 @@ class RunFolder:
             return Resumed()
         if self.run.is_file():
             try:
-                before = json.loads(self.run.read_text())
+                before = json.loads(self.run.read_text(encoding="utf-8"))
             except ValueError:
                 raise OutputError(f"{self.run} is not valid JSON; use another --out") from None
             for key in MUST_MATCH:
@@ -132,11 +138,11 @@ class RunFolder:
         records = {task_id: records[task_id] for task_id in order}
         _write_atomic(self.episodes, (_dump(records[t]) for t in order))
         _write_atomic(self.actions, (_dump(logs[t]) for t in order))
-        self.run.write_text(json.dumps(meta, indent=2) + "\n")
+        self.run.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         return Resumed(records, dropped)
 
     def __enter__(self) -> RunFolder:
-        self._handles = (self.actions.open("a"), self.episodes.open("a"))
+        self._handles = (_open_lines(self.actions, "a"), _open_lines(self.episodes, "a"))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -165,5 +171,5 @@ class RunFolder:
         return [row for row in _parse_lines(self.actions) if row is not None]
 
     def write_summary(self, summary: dict[str, Any], markdown: str) -> None:
-        (self.root / SUMMARY_JSON).write_text(json.dumps(summary, indent=2) + "\n")
-        (self.root / SUMMARY_MD).write_text(markdown)
+        (self.root / SUMMARY_JSON).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        (self.root / SUMMARY_MD).write_text(markdown, encoding="utf-8", errors="backslashreplace")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from seal.bfcl.calls import ToolCall
+from seal.protocol.representable import first_surrogate, is_unicode, value_problem
 
 ERROR_PREFIX = "[ERROR] Invalid tool call format: "
 
@@ -48,18 +49,43 @@ def user_message(content: str) -> dict[str, str]:
 
 
 def decode_json(text: str) -> tuple[Any, str | None]:
-    """`(value, None)` or `(None, error)`; never raises, even on input nested past the recursion limit."""
+    """`(value, None)` or `(None, error)`; never raises, even on input nested past the recursion limit
+    or an integer past Python's 4,300-digit limit."""
     try:
         return json.loads(text), None
-    except json.JSONDecodeError as exc:
-        return None, f"Invalid tool call JSON: {exc}"
-    except RecursionError:
-        return None, "Invalid tool call JSON: nested too deeply"
+    except (ValueError, RecursionError) as exc:
+        return None, json_error(exc)
+
+
+def json_error(exc: ValueError | RecursionError) -> str:
+    """The format error of a failed JSON decode: a syntax error, nesting past the recursion limit, or
+    an integer past the int-string limit (a ValueError whose advice on `sys` is no use to a model)."""
+    if isinstance(exc, RecursionError):
+        return "Invalid tool call JSON: nested too deeply"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"Invalid tool call JSON: {exc}"
+    return f"Invalid tool call JSON: {str(exc).split(';')[0]}"
 
 
 def _label(name: Any) -> str:
     """A short, safe rendering of a name of any type for error messages."""
     return repr(name[:80]) if isinstance(name, str) else f"with a {type(name).__name__} name"
+
+
+def unrepresentable(name: Any, arguments: dict[Any, Any]) -> str | None:
+    """The format error of a call whose name or arguments hold a value that cannot travel exactly
+    (seal/protocol/representable.py), or None."""
+    if isinstance(name, str) and not is_unicode(name):
+        surrogate = first_surrogate(name)
+        return f"Tool name {_label(name)} holds a lone surrogate ({surrogate}), which is not Unicode text"
+    for key, value in arguments.items():
+        problem = value_problem(key)
+        if problem is not None:
+            return f"An argument name of tool call {_label(name)} {problem}"
+        problem = value_problem(value)
+        if problem is not None:
+            return f"Argument {_label(key)} of tool call {_label(name)} {problem}"
+    return None
 
 
 def candidate_from_json(payload: Any, argument_keys: Sequence[str]) -> CallCandidate | str:
@@ -84,7 +110,7 @@ def candidate_from_json(payload: Any, argument_keys: Sequence[str]) -> CallCandi
     if not isinstance(arguments, dict):
         kind = type(arguments).__name__
         return f"Arguments of tool call {_label(name)} must be a JSON object, got {kind}"
-    return CallCandidate(name=name, arguments=arguments)
+    return unrepresentable(name, arguments) or CallCandidate(name=name, arguments=arguments)
 
 
 class Protocol(ABC):

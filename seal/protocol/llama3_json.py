@@ -16,6 +16,7 @@ from seal.protocol.base import (
     ParsedAction,
     Protocol,
     candidate_from_json,
+    json_error,
     user_message,
 )
 
@@ -44,10 +45,8 @@ def _decode_values(text: str) -> tuple[list, str | None]:
             return values, None
         try:
             value, pos = _decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            return values, f"Invalid tool call JSON: {exc}"
-        except RecursionError:
-            return values, "Invalid tool call JSON: nested too deeply"
+        except (ValueError, RecursionError) as exc:
+            return values, json_error(exc)
         values.append(value)
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 
 from seal.bfcl.calls import ToolCall
-from seal.protocol.base import CallCandidate, ParsedAction, Protocol, user_message
+from seal.protocol.base import CallCandidate, ParsedAction, Protocol, unrepresentable, user_message
 
 _LANGUAGE_TAG = re.compile(r"[A-Za-z][\w+-]*[ \t]*\n")
 
@@ -27,12 +27,26 @@ def unfence(text: str) -> str:
     return text.strip()
 
 
-def _call_candidate(node: ast.expr) -> CallCandidate | str:
+class _Source:
+    """What the model wrote for a node, shortened to 80 characters: sliced from the text by the node's
+    position, never rebuilt with `ast.unparse`, which recurses once per level (RecursionError on
+    `x.x.x...f()` or `---...1` thousands long); the lines are encoded once (offsets count UTF-8 bytes)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = [line.encode() for line in text.splitlines(keepends=True)]
+
+    def __call__(self, node: ast.expr) -> str:
+        line = self.lines[node.lineno - 1]
+        end = node.end_col_offset if node.end_lineno == node.lineno else None
+        return line[node.col_offset : end][:320].decode(errors="ignore")[:80].rstrip()
+
+
+def _call_candidate(node: ast.expr, source: _Source) -> CallCandidate | str:
     """The candidate for one list element, or why it is not a plain keyword-argument call."""
     if not isinstance(node, ast.Call):
-        return f"List element {ast.unparse(node)[:80]!r} is not a function call"
+        return f"List element {source(node)!r} is not a function call"
     if not isinstance(node.func, ast.Name):
-        return f"Function name {ast.unparse(node.func)[:80]!r} must be a plain name"
+        return f"Function name {source(node.func)!r} must be a plain name"
     name = node.func.id
     if node.args:
         return f"Call to {name} uses positional arguments; pass every argument as name=value"
@@ -46,7 +60,7 @@ def _call_candidate(node: ast.expr) -> CallCandidate | str:
             arguments[keyword.arg] = ast.literal_eval(keyword.value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             return f"Argument {keyword.arg} of {name} is not a literal value"
-    return CallCandidate(name=name, arguments=arguments)
+    return unrepresentable(name, arguments) or CallCandidate(name=name, arguments=arguments)
 
 
 class PythonListProtocol(Protocol):
@@ -74,8 +88,9 @@ class PythonListProtocol(Protocol):
             return ParsedAction(errors=("The reply must be one list of function calls",), has_markup=True)
         calls: list[CallCandidate] = []
         errors: list[str] = []
+        source = _Source(text)
         for node in tree.elts:
-            found = _call_candidate(node)
+            found = _call_candidate(node, source)
             if isinstance(found, CallCandidate):
                 calls.append(found)
             else:

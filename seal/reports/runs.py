@@ -20,6 +20,12 @@ One pass can hold several splits (README, "SFT warm start"):
     python launcher.py --conf exp/smoke_gpu.yaml -- actor_rollout_ref.model.path=SFT_MODEL_DIR \
         trainer.val_only=true trainer.experiment_name=sft_eval data.val_max_samples=-1 \
         'data.val_files=[data/bfcl_val.parquet,data/bfcl_test.parquet]'
+
+--ood NAME=DIR [NAME=DIR ...] instead puts models' out-of-distribution evaluations side by side in the
+shape of the paper's Table 2, with the paper's Qwen2.5-7B rows for reference (seal/evaluation/table2.py);
+each DIR holds the `seal eval --suite bfcl_v4_memory|bfcl_v4_web_search|tau2` output folders of one model
+(or is one); --out also writes OUT/table2.md and OUT/table2.json:
+    python scripts/stats_validation_bfcl.py --ood base=runs/ood/base vanilla=runs/ood/rl seal=runs/ood/seal
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 from collections.abc import Sequence
 from functools import cache
@@ -34,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from seal.bfcl.tasks import CATEGORIES, SPLITS, split_ids
+from seal.evaluation import table2
+from seal.jsonl import JsonLinesError, json_objects
 from seal.reports.pass_rate import SplitScore, score_rows
 from seal.reports.tables import SHORT_NAMES, colour_of, label_order, legend_as_stacked
 from seal.tocf.labels import EXCLUDED
@@ -64,12 +73,31 @@ def split_of(task_id: object) -> str:
     return _split_by_task().get(task_id, "") if isinstance(task_id, str) else ""
 
 
+def dump_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of one `{step}.jsonl` dump, each checked: a JSON object with a task id (`task_id` or
+    `gts`), a finite numeric score, and the only row of its task. Anything else is a `JsonLinesError`
+    naming the file and line, never a row miscounted (a NaN score as a failure, a repeated row twice)."""
+    rows: list[dict[str, Any]] = []
+    first_line: dict[str, str] = {}
+    for where, row in json_objects(path):
+        task_id, score = row.get("task_id") or row.get("gts"), row.get("score")
+        if not isinstance(task_id, str):
+            raise JsonLinesError(f"{where}: a dump row needs a task id ('task_id' or 'gts')")
+        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+            raise JsonLinesError(f"{where}: the score of {task_id} is {score!r}, not a finite number")
+        if task_id in first_line:
+            raise JsonLinesError(
+                f"{where}: a second row for {task_id} (the first is at {first_line[task_id]}); "
+                "a dump holds one row per task"
+            )
+        first_line[task_id] = where
+        rows.append(row)
+    return rows
+
+
 def read_dump(path: Path) -> SplitScore:
     """Score one `{step}.jsonl` dump written by verl's `_validate`."""
-    step = int(path.stem)
-    with path.open(encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
-    return score_rows(rows, step)
+    return score_rows(dump_rows(path), int(path.stem))
 
 
 def validation_history(validation_dir: Path) -> dict[int, SplitScore]:
@@ -92,12 +120,15 @@ def test_scores(run: Path) -> list[tuple[str, SplitScore]]:
     report_path = run / REPORT_NAME
     if not report_path.is_file():
         return []
-    selection = json.loads(report_path.read_text(encoding="utf-8"))["selection"]
-    rows = []
-    for which in ("best", "last"):
-        step = selection[f"{which}_step"]
-        rows.append((which, read_dump(run / "test" / f"{CHECKPOINT_PREFIX}{step}" / f"{step}.jsonl")))
-    return rows
+    try:
+        selection = json.loads(report_path.read_text(encoding="utf-8"))["selection"]
+        steps = {which: int(selection[f"{which}_step"]) for which in ("best", "last")}
+    except (ValueError, RecursionError, KeyError, TypeError) as exc:
+        raise RunError(f"{report_path}: not a test report ({type(exc).__name__}: {exc})") from None
+    return [
+        (which, read_dump(run / "test" / f"{CHECKPOINT_PREFIX}{step}" / f"{step}.jsonl"))
+        for which, step in steps.items()
+    ]
 
 
 def model_scores(folder: Path) -> list[tuple[str, SplitScore]]:
@@ -108,8 +139,7 @@ def model_scores(folder: Path) -> list[tuple[str, SplitScore]]:
     )
     if not dumps:
         raise RunError(f"--sft: {folder / 'validation'} holds no {{step}}.jsonl validation dump")
-    with dumps[-1].open(encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
+    rows = dump_rows(dumps[-1])
     scores = []
     for split in SPLITS:
         kept = [
@@ -172,11 +202,17 @@ def label_shares(run: Path) -> dict[int, dict[str, float]]:
     if not path.is_file():
         return {}
     totals: dict[int, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                record = json.loads(line)
-                totals[int(record["step"])] = record["profile"]["total"]["labels"]
+    for where, record in json_objects(path):
+        try:
+            step, labels = record["step"], record["profile"]["total"]["labels"]
+        except (KeyError, TypeError):
+            raise RunError(f"{where}: not a step record (no step and profile.total.labels)") from None
+        counts_ok = isinstance(labels, dict) and all(
+            isinstance(n, int) and not isinstance(n, bool) for n in labels.values()
+        )
+        if isinstance(step, bool) or not isinstance(step, int) or not counts_ok:
+            raise RunError(f"{where}: not a step record (step {step!r:.40}, label counts {labels!r:.60})")
+        totals[step] = labels
     shares: dict[int, dict[str, float]] = {}
     before: dict[str, int] = {}
     for step in sorted(totals):
@@ -273,15 +309,17 @@ def report(run: Path, out: Path, beside: Sequence[Path] = ()) -> list[dict[str, 
     val = val_scores(run)
     test = test_scores(run)
     others = [(folder.name, split, score) for folder in beside for split, score in model_scores(folder)]
+    shares = label_shares(run)
     rows = table_rows(val, test, others)
     best = best_val_step(val)
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--out {out} is a file; name a folder")
     out.mkdir(parents=True, exist_ok=True)
     print(f"{run}: pass rates (%) per category; Avg is their mean, as in the paper")
     print(format_table(rows))
     print(f"best val: step {best.step} (Avg {100 * best.mean:.2f})")
     write_csv(out / "pass_rates.csv", COLUMNS, rows)
     save(val_curves_figure(val, test, best, f"{run.name}: pass rate per category"), out / "val_curves.png")
-    shares = label_shares(run)
     if shares:
         labels = sorted({label for step in shares.values() for label in step})
         share_rows = [
@@ -300,8 +338,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--run", type=Path, required=True, help="the run folder, e.g. experiments/SEAL")
-    parser.add_argument("--out", type=Path, default=None, help="where to write (default: RUN/stats)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", type=Path, help="the run folder, e.g. experiments/SEAL")
+    source.add_argument(
+        "--ood",
+        nargs="+",
+        metavar="NAME=DIR",
+        help="Table 2 from each model's seal eval OOD folders, e.g. base=DIR vanilla=DIR seal=DIR",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="where to write (default: RUN/stats; with --ood: print only)"
+    )
     parser.add_argument(
         "--sft",
         type=Path,
@@ -311,6 +358,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
+        if args.ood:
+            print(table2.report(table2.parse_models(args.ood), args.out), end="")
+            return 0
         report(args.run, args.out or args.run / "stats", args.sft)
     except (ValueError, KeyError, OSError) as exc:
         print(f"stats_validation_bfcl: {' '.join(str(exc).split())}", file=sys.stderr)

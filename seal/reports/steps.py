@@ -7,6 +7,10 @@ launcher gives each launch its own file) and prints, per training step, verl's p
 timings, the tokens, throughput and actor MFU, the environment and generation seconds of the trajectories,
 what says whether the run learns (the reward mean, the share of GRPO groups with mixed rewards: only those
 carry an advantage), the A-Patch factor's min / mean / max, Ω's version, the label shares and ρ per label.
+A second table per run tells a learning run from a broken one: the rollout-vs-trainer agreement (verl's
+`training/rollout_probs_diff_mean`, `training/rollout_actor_probs_pearson_corr`, `rollout_corr/k3_kl`),
+`actor/entropy`, `actor/grad_norm`, the share of episodes cut by each limit (context, calls, generation),
+the share whose trained response was cut, and verl's `response_length/clip_ratio`.
 With two runs it also prints their reward and mixed-group share side by side, step by step, and compares
 their median step times over the steps after the first (the first holds compilation and warm-up), phase by
 phase.
@@ -19,8 +23,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import orjson
 import pandas as pd
+
+from seal.run_comparison import read_steps
 
 COLUMNS = {
     "step s": "timing_s/step",
@@ -45,25 +50,29 @@ COLUMNS = {
     "apatch max": "seal/apatch/scale_max",
     "Ω version": "seal/interface/version",
 }
+HEALTH = {
+    "reward": "seal/reward/mean",
+    "mixed groups": "seal/groups/mixed_share",
+    "probs diff": "training/rollout_probs_diff_mean",
+    "probs corr": "training/rollout_actor_probs_pearson_corr",
+    "rollout KL": "rollout_corr/k3_kl",
+    "entropy": "actor/entropy",
+    "grad norm": "actor/grad_norm",
+    "cut context": "seal/cut_share/context",
+    "cut calls": "seal/cut_share/calls",
+    "cut generation": "seal/cut_share/generation",
+    "trained cut": "seal/trained_cut_share",
+    "response clip": "response_length/clip_ratio",
+}
+"""What tells a learning run from a broken one, step by step: the trained tokens' probabilities against the
+sampler's (verl's `calculate_debug_metrics` and `rollout_corr/` metrics: a mean difference near 0 and a
+correlation near 1 say the trained tokens are the sampled ones), the policy's entropy (near 0: collapsed),
+the gradient norm (0: no group carried an advantage), and the share of episodes each limit cut, of trained
+responses cut at `max_response_length` and verl's share of responses at that length."""
 LEARNING = ["reward", "mixed groups"]
 LABEL_PREFIX = "seal/label_share/"
 RHO_PREFIX = "seal/rho/"
 TIMINGS = [name for name, key in COLUMNS.items() if key.startswith("timing_s/")]
-
-
-def read_steps(run: Path) -> pd.DataFrame:
-    """One row per training step (a resumed launch's record of a step replaces the earlier one)."""
-    files = sorted((run / "metrics").glob("*.jsonl"))
-    if not files:
-        raise FileNotFoundError(f"{run}/metrics/*.jsonl: no metrics (is 'file' in trainer.logger?)")
-    rows: dict[int, dict[str, float]] = {}
-    for path in files:
-        for line in path.read_bytes().splitlines():
-            record = orjson.loads(line)
-            data = record["data"]
-            if "timing_s/step" in data:
-                rows[int(record["step"])] = data
-    return pd.DataFrame.from_dict(rows, orient="index").sort_index()
 
 
 def step_table(steps: pd.DataFrame) -> pd.DataFrame:
@@ -78,6 +87,16 @@ def step_table(steps: pd.DataFrame) -> pd.DataFrame:
     rho = per_label(steps, RHO_PREFIX)
     if rho is not None:
         table["ρ"] = [" ".join(f"{k}={v:.3f}" for k, v in row.dropna().items()) for _, row in rho.iterrows()]
+    table.index.name = "step"
+    return table
+
+
+def health_table(steps: pd.DataFrame) -> pd.DataFrame:
+    """The `HEALTH` columns per step (NaN where a launch did not log one)."""
+    table = pd.DataFrame(
+        {name: steps[key] if key in steps else float("nan") for name, key in HEALTH.items()},
+        index=steps.index,
+    )
     table.index.name = "step"
     return table
 
@@ -109,8 +128,11 @@ def print_steps(runs: Sequence[Path]) -> None:
     tables = []
     pd.set_option("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 120)
     for run in runs:
-        table = step_table(read_steps(run))
+        steps = read_steps(run)
+        table = step_table(steps)
         print(f"\n{run}\n{table.to_string(float_format=lambda x: f'{x:.3f}')}")
+        health = health_table(steps).to_string(float_format=lambda x: f"{x:.4g}")
+        print(f"\n{run}: does it learn (rollout against trainer, entropy, gradient, cuts)\n{health}")
         tables.append(table)
     if len(tables) == 2:
         names = (runs[0].name, runs[1].name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import yaml
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -45,7 +46,7 @@ def compose_experiment(conf: Path | str, overrides: Sequence[str] = ()) -> DictC
         with initialize_config_dir(config_dir=str(conf.parent), version_base=None):
             config = compose(config_name=conf.stem, overrides=[SEARCHPATH_OVERRIDE, *overrides])
         resolve_paths(config)
-    except (HydraException, OmegaConfBaseException) as exc:
+    except (HydraException, OmegaConfBaseException, yaml.YAMLError) as exc:
         raise ExperimentError(f"{conf.name}: {_one_line(exc)}") from exc
     return config
 
@@ -61,6 +62,8 @@ def resolve_paths(config: DictConfig) -> None:
     if is_sft(config):
         data.train_files = str(Path(data.train_files).expanduser().absolute())
         config.sft.episodes = _project_path(config.sft.episodes)
+        if config.sft.get("extra_episodes"):
+            config.sft.extra_episodes = _project_path(config.sft.extra_episodes)
         return
     for key in ("train_files", "val_files"):
         data[key] = _project_path(data[key])
@@ -77,9 +80,12 @@ def _project_path(value: str | ListConfig) -> str | list[str]:
 
 
 def validate_experiment(config: DictConfig, check_data: bool = True) -> SealSettings:
-    """Run verl's `validate_config` and the `seal:` checks; return the settings. ExperimentError if wrong."""
+    """Run the `seal:` checks, SEAL's launch checks and verl's `validate_config` (its batch checks whatever
+    the micro-batching); return the settings. ExperimentError if wrong."""
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
+
+    from seal.trainer.launch_checks import LaunchCheckError, check_launch_config, check_verl_batches
 
     try:
         settings = settings_from_config(config)
@@ -90,11 +96,21 @@ def validate_experiment(config: DictConfig, check_data: bool = True) -> SealSett
             "trainer.use_v1=false: SEAL runs on verl's V1 trainer (TransferQueue) only; leave it true"
         )
     try:
-        validate_config(
-            config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config)
-        )
-    except (AssertionError, ValueError, OmegaConfBaseException) as exc:
+        check_launch_config(config, settings)
+    except LaunchCheckError as exc:
+        raise ExperimentError(str(exc)) from exc
+    roles = {"use_reference_policy": need_reference_policy(config), "use_critic": need_critic(config)}
+    try:
+        validate_config(config=config, **roles)
+    except (AssertionError, ValueError, OmegaConfBaseException, HydraException) as exc:
         raise ExperimentError(f"verl rejects the config: {_one_line(exc)}") from exc
+    try:
+        check_verl_batches(config, **roles)
+    except (AssertionError, ValueError, OmegaConfBaseException, HydraException) as exc:
+        raise ExperimentError(
+            f"verl rejects the config (its batch checks, which it skips under packed micro-batches): "
+            f"{_one_line(exc)}"
+        ) from exc
     if check_data:
         for key in ("train_files", "val_files"):
             for path in _as_list(config.data[key]):

@@ -24,8 +24,17 @@ class SFTSettings:
     """The RL experiment whose train episodes are replayed with the ground truth: its protocol, interface Ω
     and lengths decide the tokens (relative paths: from the project root). Its model is replaced by
     `model.path`, whose tokenizer the data is built with."""
+    extra_episodes: list[str] = field(default_factory=list)
+    """Further RL experiments whose train episodes are replayed too, one row per task and experiment: one
+    SFT model then starts every arm from prompts rendered as that arm trains on them (the `none` and the
+    `reference` interface of exp/sft_learn.yaml's two arms)."""
     episode_overrides: list[str] = field(default_factory=list)
-    """Hydra overrides of that experiment, e.g. a longer `data.max_response_length`."""
+    """Hydra overrides of those experiments, e.g. a longer `data.max_response_length`."""
+
+    @property
+    def all_episodes(self) -> list[str]:
+        """`episodes` then `extra_episodes`: the experiments the rows replay, in the data's order."""
+        return [self.episodes, *self.extra_episodes]
 
 
 def is_sft(config: DictConfig) -> bool:

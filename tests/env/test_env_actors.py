@@ -1,9 +1,11 @@
 """The environment on every node (`seal.rollout.env_backend=ray`), on a two-raylet `ray.cluster_utils.Cluster`
-in this machine: placement, local actors, Ω across actors, and a killed actor survived."""
+in this machine: placement, local actors, Ω across actors (the `full` interface, whose guidelines Evolve
+chooses), a killed actor survived, and a dead fleet started again by the trainer."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,8 @@ from seal.bfcl.tasks import CATEGORIES
 from seal.dataset import TRAIN_AGENT
 from seal.env.client import EnvClient, EnvServiceError, EnvUnavailableError, open_episode
 from seal.env.connect import close_shared_clients, put_profile
+from seal.env.interface import build_interface, evolve
+from seal.env.omega_state import omega_digest, restore
 from seal.env.ray_actors import (
     NAMESPACE,
     Placement,
@@ -25,9 +29,10 @@ from seal.env.ray_actors import (
     actor_name,
     agreed_omega,
 )
+from seal.env.store import EpisodeStore, StoreError, StoreSettings
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.tocf import REFERENCE_LABELS, FailureProfile
-from seal.tocf.labels import PASS
+from seal.tocf.labels import PASS, RESPONSE_MISMATCH, STATE_MISMATCH
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
 from seal.trainer.rl.agent_loop import request_task
 from seal.trainer.rl.trainer import SealPPOTrainer
@@ -64,7 +69,8 @@ def cluster() -> Iterator[Cluster]:
 def trainer(cluster: Cluster) -> SealPPOTrainer:
     """The trainer's SEAL part alone, which places the actors and preflights them on every node."""
     trainer = object.__new__(SealPPOTrainer)
-    trainer.config = compose_experiment(PROJECT_ROOT / "exp" / "SEAL.yaml", ["seal.rollout.env_backend=ray"])
+    overrides = ["seal.rollout.env_backend=ray", "seal.interface.preset=full"]
+    trainer.config = compose_experiment(PROJECT_ROOT / "exp" / "SEAL.yaml", overrides)
     trainer.init_seal()
     return trainer
 
@@ -140,12 +146,30 @@ async def test_omega_versions_agree_on_every_actor_after_put_profile(
 
 
 def test_actors_that_disagree_on_omega_are_named_in_one_line():
-    omega = {"version": 3}
-    with pytest.raises(EnvServiceError, match=r"^409: environment actor b serves Ω v2, the others v3$"):
-        agreed_omega({"a": (omega, None), "b": ({"version": 2}, None), "c": (omega, None)})
+    omega = {"version": 3, "guidelines": ["State-aware", "Format"]}
+    other_text = {"version": 3, "guidelines": ["Format"]}  # the same version is not the same Ω
+    says = (
+        rf"^409: environment actor b serves Ω v3, guidelines \[Format\], digest {omega_digest(other_text)}; "
+        rf"the others v3, guidelines \[State-aware, Format\], digest {omega_digest(omega)}$"
+    )
+    with pytest.raises(EnvServiceError, match=says):
+        agreed_omega({"a": (omega, None), "b": (other_text, None), "c": (omega, None)})
+    with pytest.raises(EnvServiceError, match=r"^409: environment actor b serves Ω v2, "):
+        agreed_omega({"a": (omega, None), "b": ({**omega, "version": 2}, None)})
     with pytest.raises(EnvServiceError, match=r"^422: environment actor a: bad$"):
         agreed_omega({"a": (None, (422, "bad")), "b": (omega, None)})
-    assert agreed_omega({"a": (omega, None), "b": (omega, None)}) == omega
+    assert agreed_omega({"a": (omega, None), "b": (dict(omega), None)}) == omega
+
+
+def test_a_store_adopts_an_omega_whole_and_refuses_one_of_another_preset():
+    evolved = evolve(evolve(build_interface("full"), failures(20, 80)), failures(10, 90))
+    store = EpisodeStore(StoreSettings(interface_preset="full"))
+    store.adopt_interface(restore(evolved.to_json()))
+    assert store.interface_json() == evolved.to_json() and evolved.guidelines == ("State-aware", "Format")
+    with pytest.raises(StoreError, match="another interface config than preset reference"):
+        EpisodeStore(StoreSettings()).adopt_interface(evolved)
+    with pytest.raises(ValueError, match="does not render as it says"):
+        restore({**evolved.to_json(), "system_suffix": "something else"})
 
 
 async def test_an_unknown_episode_id_is_a_404_not_a_lost_actor(placement: Placement):
@@ -179,6 +203,37 @@ async def test_a_killed_actor_fails_its_episode_the_others_finish_and_a_replacem
     assert surviving.result is not None and surviving.result.reward == 1.0
     assert (await victim.get_interface())["version"] == version
     assert await play_ground_truth(victim) == 1.0
+
+
+def failures(state_mismatches: int, response_mismatches: int) -> dict[str, Any]:
+    """C_t of a batch of failed trajectories, each with one of the two labels."""
+    profile = FailureProfile()
+    for label, count in ((STATE_MISMATCH, state_mismatches), (RESPONSE_MISMATCH, response_mismatches)):
+        for _ in range(count):
+            profile.observe([label], 0.0, CATEGORIES[0])
+    return profile.to_json()
+
+
+async def test_a_replacement_under_the_full_interface_serves_the_identical_omega_after_two_evolves(
+    placement: Placement,
+):
+    """Step 2's evidence (state_mismatch 10%) keeps the active [State-aware] guideline (stay: 8%) but would
+    not let it enter (12%): Evolve(Ω0, C_2, v) serves [Format] only, which a replacement used to serve."""
+    victim_node = node_with(NODE_RESOURCES[1])
+    first = await RayEnvClient(timeout=30).put_profile(failures(20, 80))
+    second = await RayEnvClient(timeout=30).put_profile(failures(10, 90))
+    assert first["guidelines"] == second["guidelines"] == ["State-aware", "Format"]
+    rederived = evolve(build_interface("full"), second["profile"], second["version"])
+    assert rederived.guidelines == ("Format",)
+    victim = RayEnvClient(timeout=30, node_id=victim_node)
+    assert await victim.get_interface() == second
+    ray.kill(ray.get_actor(actor_name(victim_node, 0), namespace=NAMESPACE), no_restart=True)
+    with pytest.raises(EnvUnavailableError):
+        await victim.get_interface()  # the call that finds it dead has the fleet replace it
+    replaced = await victim.get_interface()
+    assert replaced == second and "[State-aware]" in replaced["system_suffix"]
+    third = await RayEnvClient(timeout=30).put_profile(failures(10, 90))  # every actor agrees again
+    assert third["version"] == second["version"] + 1 and third["guidelines"] == second["guidelines"]
 
 
 @pytest.fixture(scope="module")
@@ -215,3 +270,42 @@ async def test_the_agent_loop_plays_again_on_a_replacement_when_its_actor_dies(p
     assert killed == [TASK]
     assert got.env_error == "" and got.reward == 1.0 and got.llm_calls == len(actions)
     assert len(server.calls_by_request) == 2  # played again from the start, under a new trajectory id
+
+
+def wait_until_dead(name: str, timeout_s: float = 60.0) -> None:
+    """The actor `name` no longer answers (an actor dies with its owner, a moment after it)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(ray.get_actor(name, namespace=NAMESPACE).node_id.remote(), timeout=5)
+        except (ValueError, ray.exceptions.RayActorError):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{name} still answers {timeout_s:g} s after its fleet was killed")
+
+
+async def test_a_dead_fleet_is_said_so_and_the_trainer_starts_one_serving_the_last_omega(
+    trainer: SealPPOTrainer,
+):
+    """Last in the module: the fleet is killed, and with it every actor."""
+    node = node_with(NODE_RESOURCES[0])
+    client = RayEnvClient(timeout=30, node_id=node)
+    served = await client.get_interface()
+    assert served["version"] > 0 and served["guidelines"]  # an evolved Ω, which the new fleet must serve
+    trainer.closed_loop.interface = served  # as the trainer's Evolve keeps the Ω every actor agreed on
+    old_fleet = trainer.env_actors.fleet
+    ray.kill(old_fleet, no_restart=True)
+    wait_until_dead(actor_name(node, 0))
+    with pytest.raises(EnvUnavailableError, match=r"environment fleet \(seal-env-fleet\) died, and every"):
+        await client.get_interface()
+    with pytest.raises(
+        EnvUnavailableError, match=r"the trainer has not started it .*, or it died; the trainer"
+    ):
+        await RayEnvClient(timeout=30).get_interface()  # a client that never reached the fleet
+    trainer.on_step_begin()
+    assert trainer.env_actors.fleet != old_fleet and set(trainer.env_actors.actors) == set(
+        map(node_with, NODE_RESOURCES)
+    )
+    for where in trainer.env_actors.actors:
+        assert await RayEnvClient(timeout=30, node_id=where).get_interface() == served
+    assert await client.get_interface() == served and await play_ground_truth(client) == 1.0

@@ -490,7 +490,7 @@ async def test_openapi_documents_every_route(api):
 
 
 def parse_args(argv: list[str]):
-    return build_parser("serve").parse_args(["serve", *argv])
+    return build_parser(["serve"]).parse_args(["serve", *argv])
 
 
 def test_cli_binds_loopback_by_default():
@@ -510,7 +510,7 @@ def test_both_service_commands_take_their_flags_and_defaults_from_the_settings_d
     def flags(parser) -> dict[str, object]:
         return {a.option_strings[0]: a.default for a in parser._actions if a.option_strings[0] != "-h"}
 
-    serve_parser = build_parser("serve")._subparsers._group_actions[0].choices["serve"]
+    serve_parser = build_parser(["serve"])._subparsers._group_actions[0].choices["serve"]
     assert flags(serve_parser) == flags(module_parser())
     assert {"--priority", "--reap-interval", "--ttl", "--max-body-bytes"} <= set(flags(serve_parser))
     assert settings_from_flags(ServiceSettings, parse_args([])) == ServiceSettings()

@@ -72,7 +72,7 @@ def test_every_flag_of_every_seal_command_has_help():
     from seal.cli import COMMANDS, build_parser
 
     for name in COMMANDS:
-        (commands,) = [action for action in build_parser(name)._actions if action.dest == "command"]
+        (commands,) = [action for action in build_parser([name])._actions if action.dest == "command"]
         parser = commands.choices[name]
         assert len(parser._actions) > 1, f"seal {name} has no options"
         for action in parser._actions:

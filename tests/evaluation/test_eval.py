@@ -71,6 +71,7 @@ def test_oracle_passes_every_category_and_the_official_rescore_agrees(tmp_path, 
         "truncated",
         "by_category",
         "endpoint_errors",
+        "cut_before_first_call",
         "official",
     }
     assert (result["split"], result["n"], result["pass_rate"]) == ("test", 12, 1.0)

@@ -11,12 +11,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
 from seal.reports.runs import REPORT_NAME
 from seal.trainer.rl.closed_loop import ClosedLoop
-from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import SealSettings
-from tests.support.doubles import trajectory_fields
+from tests.support.run_folders import trajectory, write_dump
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "stats_validation_bfcl.py"
 SHORT = ("base", "miss_func", "miss_param", "long_context")
@@ -30,42 +28,6 @@ BATCHES = {
     2: {"pass": 35, "state_mismatch": 5},
     3: {"pass": 20, "state_mismatch": 10, "instance_mismatch": 10},
 }
-
-
-def trajectory(task_id: str, reward: float, labels: list[str]) -> TrajectoryFields:
-    return trajectory_fields(
-        task_id,
-        mode="eval",
-        labels=labels,
-        reward=reward,
-        llm_calls=3,
-        env_seconds=0.1,
-        gen_seconds=0.5,
-        actions=["Done."],
-    )
-
-
-def write_dump(path: Path, split: str, step: int, passes: tuple[int, ...]) -> None:
-    """Rows as verl's `_write_generations` writes them: input, output, gts, score, step, reward_extra_info."""
-    rows = []
-    for category, n_pass in zip(CATEGORIES, passes, strict=True):
-        ids = [task for task in split_ids(split) if category_of(task) == category]
-        for index, task_id in enumerate(ids):
-            reward = 1.0 if index < n_pass else 0.0
-            fields = trajectory(task_id, reward, ["pass"] if reward else ["state_mismatch"])
-            rows.append(
-                {
-                    "input": "system ... user ...",
-                    "output": "<tool_call>...</tool_call>",
-                    "gts": task_id,
-                    "score": reward,
-                    "step": step,
-                    **fields.reward_extra_info(),
-                    "uid": f"{task_id}_0_0",
-                }
-            )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
 def write_steps(run: Path) -> None:

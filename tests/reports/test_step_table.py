@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import verl
 
 from seal.reports import steps as step_table
+from tests.support.run_folders import write_launch, write_training
 
 
 def write_run(run: Path, launches: list[dict[int, dict[str, float]]]) -> Path:
@@ -124,3 +126,39 @@ def test_seal_report_steps_prints_what_the_script_prints(tmp_path, capsys):
     assert capsys.readouterr().out == script
     assert main(["report", str(tmp_path / "nothing"), "--steps"]) == 1
     assert capsys.readouterr().err.startswith("seal report: ")
+
+
+def test_a_run_s_health_columns_come_from_verl_s_and_seal_s_metrics_and_main_prints_them(tmp_path, capsys):
+    """A metrics file as a launch writes it (SEAL's metrics from a real ClosedLoop, verl's keys beside them):
+    the rollout-vs-trainer agreement, entropy, grad norm, cut shares and clip share, per step."""
+    run, config = write_launch(tmp_path, "learn_seal", ["seed=1"])
+    write_training(run, config, [[1.0, 0.0, 0.0, 0.0] * 2, [1.0] * 4 + [0.0] * 4])
+    health = step_table.health_table(step_table.read_steps(run))
+    (metrics,) = (run / "metrics").glob("*.jsonl")
+    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    for step in (1, 2):
+        logged = lines[step]["data"]
+        assert health.loc[step].to_dict() == {name: logged[key] for name, key in step_table.HEALTH.items()}
+    assert health.loc[2, "mixed groups"] == 0.0 and health.loc[1, "mixed groups"] == 1.0
+    assert step_table.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "does it learn" in out and "probs diff" in out and "cut context" in out
+
+
+def test_the_health_columns_name_keys_verl_0_9_1_logs():
+    """Each verl key of the table is in verl's source as it is built there (the `rollout_corr/` prefix and
+    the actor's `actor/` prefix are added where the metrics are gathered)."""
+    source = Path(verl.__file__).parent
+    texts = {
+        "training/": (source / "utils" / "debug" / "metrics.py").read_text(),
+        "rollout_corr/": (source / "trainer" / "ppo" / "rollout_corr_helper.py").read_text(),
+        "actor/": (source / "trainer" / "ppo" / "v1" / "trainer_base.py").read_text()
+        + (source / "workers" / "engine_workers.py").read_text(),
+        "response_length/": (source / "trainer" / "ppo" / "metric_utils.py").read_text(),
+    }
+    for key in step_table.HEALTH.values():
+        prefix = next((p for p in texts if key.startswith(p)), None)
+        if prefix is None:
+            assert key.startswith("seal/")
+            continue
+        assert f'"{key}"' in texts[prefix] or f'"{key.removeprefix(prefix)}"' in texts[prefix], key

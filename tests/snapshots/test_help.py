@@ -35,6 +35,6 @@ def test_seal_help_is_unchanged(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("COLUMNS", "100")
     check("help/seal", build_parser().format_help().splitlines())
     for name in SEAL_COMMANDS:
-        parser = build_parser(name)
+        parser = build_parser([name])
         commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
         check(f"help/seal_{name}", commands[name].format_help().splitlines())

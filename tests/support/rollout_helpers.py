@@ -11,14 +11,20 @@ from typing import Any
 import verl
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf, open_dict
+from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+from verl.protocol import DataProto
+from verl.utils.dataset.rl_dataset import collate_fn
 
 from seal.bfcl.tasks import get_task
 from seal.dataset import EVAL_AGENT, TRAIN_AGENT
 from seal.env.client import InProcessEnvClient, open_episode
+from seal.env.connect import close_shared_clients
 from seal.env.episode import Episode
+from seal.protocol import DEFAULT_PROTOCOL
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.rl.agent_loop import agent_loop_config_path
 from seal.trainer.rollout_settings import RolloutSettings
+from seal.trainer.sft.scripted_server import ScriptedLLMServer
 from tests.support.doubles import build_chatml_model_folder
 
 TASKS = (
@@ -79,11 +85,13 @@ def row(task_id: str, agent: str, index: int) -> dict[str, Any]:
     }
 
 
-async def conversation(task_id: str, mode: str, actions: Sequence[str]) -> list[list[dict[str, str]]]:
+async def conversation(
+    task_id: str, mode: str, actions: Sequence[str], protocol: str = DEFAULT_PROTOCOL
+) -> list[list[dict[str, str]]]:
     """Opening messages, then per action the environment's answer: what the tokens must render."""
     client = InProcessEnvClient()
     turns: list[list[dict[str, str]]] = []
-    async with open_episode(client, task_id, mode) as episode:
+    async with open_episode(client, task_id, mode, protocol) as episode:
         turns.append(episode.messages)
         for action in actions:
             stepped = await episode.step(action)
@@ -91,3 +99,29 @@ async def conversation(task_id: str, mode: str, actions: Sequence[str]) -> list[
             if stepped["done"]:
                 break
     return turns
+
+
+async def worker_samples(
+    config: DictConfig, tokenizer: Any, tasks: Sequence[str]
+) -> list[tuple[list[int], list[int], list[int]]]:
+    """(prompt, response, response mask) of each task's ground truth in train mode, played by verl's own
+    `AgentLoopWorker` on `config` (an RL experiment whose `seal.rollout.env_url` is a running service)."""
+    server = ScriptedLLMServer(tokenizer, {(task, "train"): ground_truth_actions(task) for task in tasks})
+    rows = [row(task, TRAIN_AGENT, i) for i, task in enumerate(tasks)]
+    batch = await AgentLoopWorker(config, llm_client=server).generate_sequences(
+        DataProto.from_single_dict(collate_fn(rows))
+    )
+    await close_shared_clients()
+    width = batch.batch["prompts"].shape[1]
+    samples = []
+    for i in range(len(rows)):
+        attention = batch.batch["attention_mask"][i]
+        kept = int(attention[width:].sum())
+        samples.append(
+            (
+                batch.batch["prompts"][i][attention[:width].bool()].tolist(),
+                batch.batch["responses"][i][:kept].tolist(),
+                batch.batch["response_mask"][i][:kept].tolist(),
+            )
+        )
+    return samples

@@ -86,10 +86,11 @@ def flat(node: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: node}
 
 
-def test_the_paper_experiments_and_the_gpu_smoke_runs_are_all_there():
+def test_the_paper_experiments_the_gpu_smoke_runs_and_the_learning_recipe_are_all_there():
     assert set(EXPERIMENTS) == {
         "SEAL",
         "SEAL_3B",
+        "SEAL_3B_1gpu",
         "SEAL_full_loop",
         "vanilla_grpo",
         "ablation_no_env_adaptation",
@@ -98,6 +99,8 @@ def test_the_paper_experiments_and_the_gpu_smoke_runs_are_all_there():
         "smoke_gpu",
         "smoke_gpu_vanilla",
         "smoke_gpu_paper_batch",
+        "learn_seal",
+        "learn_vanilla",
     }
 
 
@@ -106,7 +109,8 @@ def test_every_experiment_composes_and_passes_validate_config(composed, name):
     config = composed[name]
     settings = validate_experiment(config, check_data=False)
     assert isinstance(settings, SealSettings)
-    assert config.trainer.experiment_name == name
+    seeded = f"{name}_s{config.seed}" if "seed" in config else name  # the learning recipe's runs, per seed
+    assert config.trainer.experiment_name == seeded
     assert config.trainer.use_v1 and config.transfer_queue.enable
     assert Path(config.actor_rollout_ref.rollout.agent.agent_loop_config_path).is_file()
     assert config.data.train_files == str(DATA_DIR / "bfcl_train.parquet")

@@ -6,6 +6,9 @@
     python launcher.py --conf exp/SEAL.yaml -- actor_rollout_ref.model.path=/models/Qwen2.5-3B-Instruct
     python launcher.py --conf exp/sft_warmstart.yaml -- model.path=/models/SmolLM2-135M-Instruct   # SFT
 
+A value that cannot train (a batch larger than the train rows, `trainer.total_epochs` that would end the
+run before `trainer.total_training_steps`, ...) is refused in one line naming the key and what is allowed.
+
 The service: `--env-url URL` (or `seal.rollout.env_url`) is used when it answers `/healthz`; otherwise, or
 with `--with-bfcl`, the launcher starts one with the config's taxonomy and interface, logs it to the run
 folder and stops it on every way out. With `seal.rollout.env_backend=ray` no service is started: the trainer
@@ -34,6 +37,8 @@ if TYPE_CHECKING:
 # Everything else is imported where it is used: verl, tensordict and the trainer take seconds to load,
 # and `--help` or a mistyped path should be answered at once.
 
+BASE_CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
+"""The packaged base configs (seal_trainer.yaml, seal_sft.yaml): experiments compose them; they are none."""
 PROG = "launcher.py"
 HELP = "train an experiment (exp/*.yaml): check it, bring up its environment, train, test"
 SERVICE_LOG = "env_service.log"
@@ -87,6 +92,12 @@ def make_parser(subparsers: Any = None) -> argparse.ArgumentParser:
         action="store_true",
         help="after training (skipped on a finished run): test the best-val and the last checkpoint",
     )
+    parser.add_argument(
+        "--adopt-omega",
+        action="store_true",
+        help="train from the interface Ω a running environment service holds, though it is not the "
+        "experiment's start (version 0 of seal.interface.preset); without it such a service is refused",
+    )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides, key=value (after --)")
     parser.set_defaults(handler=run)
     return parser
@@ -128,10 +139,12 @@ def refusal_of(exc: BaseException) -> tuple[str, int] | None:
         return str(exc), exc.status
     from seal.env.process import ServiceStartError
     from seal.trainer.experiment import ExperimentError
+    from seal.trainer.experiment_keys import ExperimentKeyError
     from seal.trainer.launch.kernel import AttentionError
     from seal.trainer.launch.override_keys import OverrideKeyError
     from seal.trainer.launch.override_types import OverrideTypeError
     from seal.trainer.launch.sft import SFTRunError
+    from seal.trainer.launch_checks import LaunchCheckError
     from seal.trainer.preflight import PreflightError
     from seal.trainer.rl.env_failures import env_service_failure_in
     from seal.trainer.sft.data import SFTDataError
@@ -139,7 +152,8 @@ def refusal_of(exc: BaseException) -> tuple[str, int] | None:
     failure = env_service_failure_in(exc)
     if failure is not None:
         return str(failure), 1
-    if isinstance(exc, ExperimentError | OverrideKeyError | OverrideTypeError | AttentionError):
+    bad_config = (ExperimentError, ExperimentKeyError, LaunchCheckError, OverrideKeyError, OverrideTypeError)
+    if isinstance(exc, (*bad_config, AttentionError)):
         return str(exc), 2
     if isinstance(exc, PreflightError | ServiceStartError | SFTDataError | SFTRunError):
         return str(exc), 1
@@ -155,6 +169,11 @@ def check_conf(conf: Path) -> None:
     """The experiment file exists, checked before anything slow is imported."""
     if not conf.is_file() or conf.suffix != ".yaml":
         raise LaunchError(f"no experiment file {conf.absolute()} (expected an exp/*.yaml)", status=2)
+    if conf.resolve().parent == BASE_CONFIG_DIR:
+        raise LaunchError(
+            f"{conf} is a base config that experiments compose, not an experiment (expected an exp/*.yaml)",
+            status=2,
+        )
 
 
 def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
@@ -166,7 +185,9 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     from seal.trainer.launch.kernel import configure_attention
     from seal.trainer.launch.plan import format_plan, plan_rows
     from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
+    from seal.trainer.launch_checks import check_model_path, check_test_protocol
     from seal.trainer.preflight import check_data, data_files
+    from seal.trainer.service_omega import omega_start
     from seal.trainer.sft_settings import is_sft
 
     config = compose(args.conf, args.overrides)
@@ -178,6 +199,9 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
         if problem is not None:
             raise LaunchError(problem)
     settings = validate_experiment(config, check_data=False)
+    check_model_path(config)
+    if args.test:
+        check_test_protocol(config)
     if settings.rollout.env_backend == "ray" and (args.with_bfcl or args.env_url):
         raise LaunchError(
             "--with-bfcl and --env-url name an HTTP service; seal.rollout.env_backend=ray uses none", 2
@@ -190,7 +214,8 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     url = args.env_url or settings.rollout.env_url
     with environment(args.with_bfcl, url, settings, config, log) as service:
         preflight(config, settings, service)
-        print(format_plan(plan_rows(config, settings, attention, service_row(service, url, args))))
+        start = omega_start(config, settings, service, args.adopt_omega)
+        print(format_plan(plan_rows(config, settings, attention, service_row(service, url, args), start)))
         if args.dry_run:
             print("\ndry run: config, data and environment are ready; nothing was started on a GPU")
             return 0
@@ -228,8 +253,10 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
         validate_sft,
     )
 
-    if args.test or args.with_bfcl or args.env_url:
-        raise LaunchError("an SFT experiment takes no --test, --with-bfcl or --env-url", status=2)
+    if args.test or args.with_bfcl or args.env_url or args.adopt_omega:
+        raise LaunchError(
+            "an SFT experiment takes no --test, --with-bfcl, --env-url or --adopt-omega", status=2
+        )
     if entry.needs_gpus and not args.dry_run:
         problem = gpu_problem(config)
         if problem is not None:
@@ -263,10 +290,12 @@ def compose(conf: Path, overrides: Sequence[str]) -> DictConfig:
     """The experiment with its overrides, each override's type checked against the value it replaces
     and its key against the keys something reads."""
     from seal.trainer.experiment import compose_experiment
+    from seal.trainer.experiment_keys import check_experiment_keys
     from seal.trainer.launch.override_keys import check_override_keys
     from seal.trainer.launch.override_types import check_override_types
 
     defaults = compose_experiment(conf)
+    check_experiment_keys(conf)
     if not overrides:
         return defaults
     check_override_types(defaults, overrides)

@@ -9,6 +9,9 @@ fine. A new key (`+key`, `++key`) is accepted only where something reads it:
   (`seal.apatch.rho`);
 - as a field of the dataclass a verl section is built into (its `_target_`) that the yaml leaves out.
 `seal:` is `SealSettings` (seal/trainer/settings.py), whose fields are all in the composed config.
+An override without a key (`=5`) is refused, and so is a deletion (`~key`) of a key something reads:
+only an entry of a map that reads any key may be deleted. `key_problem` says the same of a key an
+experiment file sets (seal/trainer/experiment_keys.py).
 """
 
 from __future__ import annotations
@@ -51,16 +54,35 @@ def check_override_keys(defaults: DictConfig, overrides: Sequence[str]) -> None:
 
 def _check(defaults: DictConfig, override: Override) -> None:
     key = override.key_or_group
+    line = override.input_line or key
+    if not key:
+        raise OverrideKeyError(f"{line}: an override needs a key (key=value)")
     if override.is_hydra_override() or "/" in key or "@" in key or _is_group(key):
         return
-    if _select(defaults, key) is not ABSENT:
+    current = _select(defaults, key)
+    if current is not ABSENT:
+        if override.is_delete() and _open_map(defaults, key) is None:
+            instead = f"{key}=null" if current is None else f"{key}=..."
+            raise OverrideKeyError(
+                f"{line}: verl or SEAL reads {key}, which cannot be deleted; set {instead}"
+            )
         return
-    line = override.input_line or key
-    parent, _, leaf = key.rpartition(".")
-    if _open_map(defaults, key) is None and leaf not in _dataclass_fields(defaults, parent):
-        raise OverrideKeyError(f"{line}: {_nobody_reads(key)}{_did_you_mean(defaults, key)}")
+    problem = key_problem(defaults, key)
+    if problem is not None:
+        raise OverrideKeyError(f"{line}: {problem}")
     if not (override.is_add() or override.is_force_add() or override.is_delete()):
         raise OverrideKeyError(f"{line}: the config has no {key} yet; add it with +{line}")
+
+
+def key_problem(defaults: DictConfig, key: str) -> str | None:
+    """Why nothing would read `key` were it added to `defaults`, with the key it resembles; None when
+    `defaults` has it, or something reads it (an entry of an open map, a field of a section's dataclass)."""
+    if _select(defaults, key) is not ABSENT:
+        return None
+    parent, _, leaf = key.rpartition(".")
+    if _open_map(defaults, key) is None and leaf not in _dataclass_fields(defaults, parent):
+        return f"{_nobody_reads(key)}{_did_you_mean(defaults, key)}"
+    return None
 
 
 def _nobody_reads(key: str) -> str:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from seal.bfcl.tasks import split_ids
 from seal.trainer.launch.kernel import FLASH_ATTENTION, AttentionChoice
+from seal.trainer.run_length import run_length
 from seal.trainer.settings import SealSettings
 
 PLAN_WIDTH = 100
@@ -29,19 +29,21 @@ def attention_kernel(config: DictConfig) -> str:
 
 
 def plan_rows(
-    config: DictConfig, settings: SealSettings, attention: AttentionChoice, service: str
+    config: DictConfig,
+    settings: SealSettings,
+    attention: AttentionChoice,
+    service: str,
+    omega_start: str | None = None,
 ) -> list[tuple[str, str, str]]:
     """(what, value, config keys) for every key value of the run; `attention` is the kernel the launch
     resolved, `service` says which environment service the run uses (the launcher knows whether it started
-    one)."""
+    one), `omega_start` which Ω the first step trains under (seal/trainer/service_omega.py)."""
     actor, rollout = config.actor_rollout_ref.actor, config.actor_rollout_ref.rollout
     trainer, data = config.trainer, config.data
     gpus = trainer.nnodes * trainer.n_gpus_per_node
     replica_gpus = (
         rollout.tensor_model_parallel_size * rollout.data_parallel_size * rollout.pipeline_model_parallel_size
     )
-    steps_per_epoch = len(split_ids("train")) // data.train_batch_size
-    total_steps = trainer.total_training_steps or steps_per_epoch * trainer.total_epochs
     kl = f"{actor.kl_loss_coef} ({actor.kl_loss_type})" if actor.use_kl_loss else "off"
     apatch = settings.apatch
     return [
@@ -86,8 +88,9 @@ def plan_rows(
         attention_row(config, attention),
         (
             "epochs",
-            f"{trainer.total_epochs} ({steps_per_epoch} steps per epoch, {total_steps} steps)",
-            "trainer.total_epochs, trainer.total_training_steps",
+            run_length(config).describe(),
+            "trainer.total_epochs, trainer.total_training_steps, data.train_batch_size, "
+            "data.train_max_samples",
         ),
         (
             "validation / checkpoints",
@@ -100,6 +103,17 @@ def plan_rows(
             "interface Ω",
             f"preset {settings.interface.preset}, Evolve {'on' if settings.interface.adapt else 'off'}",
             "seal.interface.preset, seal.interface.adapt",
+        ),
+        *(
+            [
+                (
+                    "Ω at the first step",
+                    omega_start,
+                    "seal.interface.preset; a running service's Ω with launcher --adopt-omega",
+                )
+            ]
+            if omega_start
+            else []
         ),
         (
             "A-Patch",

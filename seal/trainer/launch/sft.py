@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from seal.trainer.experiment import PROJECT_ROOT, ExperimentError
 from seal.trainer.launch.plan import attention_kernel
 from seal.trainer.sft.data import (
     SFT_SPLIT,
+    SFTRow,
     episode_config,
     sft_rows,
     write_sft_parquet,
@@ -66,9 +68,19 @@ def validate_sft(config: DictConfig) -> SFTSettings:
     return settings
 
 
-def episodes_of(config: DictConfig, settings: SFTSettings) -> DictConfig:
-    """The RL experiment the rows replay, with the SFT model's tokenizer."""
-    return episode_config(settings.episodes, config.model.path, settings.episode_overrides)
+def episodes_of(config: DictConfig, settings: SFTSettings) -> list[DictConfig]:
+    """The RL experiments the rows replay (`sft.episodes`, then `sft.extra_episodes`), with the SFT model's
+    tokenizer."""
+    return [
+        episode_config(conf, config.model.path, settings.episode_overrides) for conf in settings.all_episodes
+    ]
+
+
+def replayed_rows(
+    config: DictConfig, settings: SFTSettings, tasks: Sequence[str] | None = None
+) -> list[SFTRow]:
+    """Each train task's ground-truth rollout (all, or `tasks`) under every replayed experiment in turn."""
+    return [row for episodes in episodes_of(config, settings) for row in sft_rows(episodes, tasks)]
 
 
 @dataclass(frozen=True)
@@ -82,9 +94,8 @@ class PreflightRow:
 def preflight_sft(config: DictConfig, settings: SFTSettings) -> list[PreflightRow]:
     """One train task per category played with the ground truth: the rows are buildable, and their lengths
     can be read against `data.max_length`."""
-    episodes = episodes_of(config, settings)
     first = [next(t for t in split_ids(SFT_SPLIT) if t.rsplit("_", 1)[0] == c) for c in CATEGORIES]
-    rows = sft_rows(episodes, first)
+    rows = replayed_rows(config, settings, first)
     return [PreflightRow(r.task_id, len(r.input_ids), sum(r.loss_mask), r.reward) for r in rows]
 
 
@@ -92,6 +103,7 @@ def source_of(config: DictConfig, settings: SFTSettings) -> dict[str, object]:
     return {
         "model": str(config.model.path),
         "episodes": settings.episodes,
+        "extra_episodes": list(settings.extra_episodes),
         "episode_overrides": list(settings.episode_overrides),
     }
 
@@ -103,7 +115,7 @@ def ensure_sft_data(config: DictConfig, settings: SFTSettings) -> bool:
     wanted = source_of(config, settings)
     if path.is_file() and source.is_file() and json.loads(source.read_text()) == wanted:
         return False
-    write_sft_parquet(sft_rows(episodes_of(config, settings)), path)
+    write_sft_parquet(replayed_rows(config, settings), path)
     source.write_text(json.dumps(wanted, indent=1) + "\n")
     return True
 
@@ -111,19 +123,17 @@ def ensure_sft_data(config: DictConfig, settings: SFTSettings) -> bool:
 def sft_plan_rows(config: DictConfig, settings: SFTSettings) -> list[tuple[str, str, str]]:
     """(what, value, config keys) of an SFT run, for `seal.trainer.launch.plan.format_plan`."""
     data, trainer, model = config.data, config.trainer, config.model
-    episodes = episodes_of(config, settings)
-    seal = episodes.seal
-    steps = len(split_ids(SFT_SPLIT)) // data.train_batch_size
+    replayed = [
+        f"{Path(conf).name}: tool prompt {episodes.seal.rollout.protocol}, Ω preset "
+        f"{episodes.seal.interface.preset}, prompt / response {episodes.data.max_prompt_length} / "
+        f"{episodes.data.max_response_length}"
+        for conf, episodes in zip(settings.all_episodes, episodes_of(config, settings), strict=True)
+    ]
+    steps = len(settings.all_episodes) * len(split_ids(SFT_SPLIT)) // data.train_batch_size
     return [
         ("base model", str(model.path), "model.path"),
         ("method", "SFT (behaviour cloning of the train split's ground truth)", "exp/sft_warmstart.yaml"),
-        (
-            "episodes replayed",
-            f"{Path(settings.episodes).name}: tool prompt {seal.rollout.protocol}, Ω preset "
-            f"{seal.interface.preset}, prompt / response {episodes.data.max_prompt_length} / "
-            f"{episodes.data.max_response_length}",
-            "sft.episodes, sft.episode_overrides",
-        ),
+        ("episodes replayed", "; ".join(replayed), "sft.episodes, sft.extra_episodes, sft.episode_overrides"),
         ("data", str(data.train_files), "data.train_files (built when missing)"),
         (
             "max length",
@@ -135,7 +145,8 @@ def sft_plan_rows(config: DictConfig, settings: SFTSettings) -> list[tuple[str, 
         ("micro-batch size per GPU", str(data.micro_batch_size_per_gpu), "data.micro_batch_size_per_gpu"),
         (
             "epochs",
-            f"{trainer.total_epochs} (at most {steps} steps per epoch)",
+            f"{trainer.total_epochs} (at most {steps} steps per epoch)"
+            + (f", ending at step {trainer.total_training_steps}" if trainer.total_training_steps else ""),
             "trainer.total_epochs, trainer.total_training_steps",
         ),
         ("GPUs", f"{trainer.n_gpus_per_node} (torchrun, one node)", "trainer.n_gpus_per_node"),

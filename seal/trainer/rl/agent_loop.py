@@ -32,8 +32,6 @@ from typing import Any
 import orjson
 from omegaconf import DictConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput
-from verl.utils.tokenizer.continuous_token import QwenContinuousTokenBuilder
-from verl.utils.tokenizer.continuous_token_wiring import create_continuous_token_builder
 
 from seal.bfcl.tasks import category_of
 from seal.env.client import EnvServiceError, open_episode
@@ -43,6 +41,7 @@ from seal.env.driver import Driven, Reply, drive
 from seal.env.episode import MODES
 from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.rollout_settings import RolloutSettings
+from seal.trainer.turn_boundaries import exact_builder
 
 LOG = logging.getLogger(__name__)
 CHATML_END = "<|im_end|>"
@@ -173,14 +172,14 @@ class SealAgentLoop(AgentLoopBase):
         )
         self.encode, self.decode = tokenizer_codec(self.tokenizer)
         self._prompt_cut = False
-        if uses_chatml(self.tokenizer) and not isinstance(
-            self.continuous_token_builder, QwenContinuousTokenBuilder
-        ):
-            # The builder follows config.json's model_type; a ChatML template (SmolLM2 says "llama")
-            # needs the Qwen builder, or the newline after each sampled <|im_end|> goes missing.
-            self.continuous_token_builder = create_continuous_token_builder(
-                self.tokenizer, model_family="qwen", chat_template_kwargs=self.apply_chat_template_kwargs
-            )
+        # The builder follows config.json's model_type; a ChatML template (SmolLM2 says "llama") needs
+        # the Qwen builder, or the newline after each sampled <|im_end|> goes missing (turn_boundaries).
+        self.continuous_token_builder = exact_builder(
+            self.tokenizer,
+            self.continuous_token_builder,
+            uses_chatml(self.tokenizer),
+            self.apply_chat_template_kwargs,
+        )
         self.end_of_turn_ids = {
             token
             for token in (self.tokenizer.eos_token_id, self.tokenizer.convert_tokens_to_ids(CHATML_END))
@@ -188,6 +187,7 @@ class SealAgentLoop(AgentLoopBase):
         }
         # The one masked token of a trajectory without a response (the environment failed at once).
         self.filler_id = min(self.end_of_turn_ids, default=self.tokenizer.pad_token_id or 0)
+        self.token_limit = len(self.tokenizer)
 
     def _cap_text_prompt_length(self, prompt_ids: list[int]) -> list[int]:
         """verl's cap of the opening prompt, noting that it cut: such an episode is not played."""
@@ -364,9 +364,14 @@ class _TokenStream:
         )
         rollout.token_ids = merged.token_ids
         rollout.mark_reply_end()
-        if not sampled or sampled[-1] not in loop.end_of_turn_ids:
-            return Reply("", whole=False)  # cut by max_tokens: not a whole message, never sent
-        return Reply(loop.tokenizer.decode(sampled, skip_special_tokens=True), whole=True)
+        if not sampled or sampled[-1] not in loop.end_of_turn_ids or max(sampled) >= loop.token_limit:
+            # A reply cut by max_tokens, or holding an id past the tokenizer's (Qwen2.5 pads its embedding
+            # to 151,936 rows; vLLM refuses such an id in the next prompt): never sent.
+            return Reply("", whole=False)
+        # The model's text as written: Llama-3 tokenizers ship clean_up_tokenization_spaces=true, which
+        # transformers 4.x applies on decode (" ," -> ","), changing call arguments.
+        text = loop.tokenizer.decode(sampled, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        return Reply(text, whole=True)
 
     def codec(self) -> tuple[Encode, Decode]:
         return self.loop.encode, self.loop.decode

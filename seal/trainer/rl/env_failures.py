@@ -10,6 +10,7 @@ the launcher can print its message alone. Nothing here imports Ray or verl.
 from __future__ import annotations
 
 from seal.trainer.rollout_settings import RolloutSettings
+from seal.urls import masked_url
 
 
 class EnvServiceFailure(RuntimeError):
@@ -23,7 +24,7 @@ def check_env_error_share(failed: int, total: int, step: int, rollout: RolloutSe
     where = (
         "environment actors (seal.rollout.env_backend=ray)"
         if rollout.env_backend == "ray"
-        else f"environment service {rollout.env_url}"
+        else f"environment service {masked_url(rollout.env_url)}"
     )
     raise EnvServiceFailure(
         f"seal: {failed} of {total} trajectories at step {step} failed on the {where} "

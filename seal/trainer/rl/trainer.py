@@ -32,7 +32,7 @@ from verl.workers.utils.padding import response_to_nested
 
 from seal.env.client import EnvServiceError
 from seal.env.connect import put_profile
-from seal.env.ray_actors import RayEnvClient, start_env_actors
+from seal.env.ray_actors import RayEnvClient, keep_fleet, start_env_actors
 from seal.reports.pass_rate import MISSING, missing_rows, score_rows
 from seal.reports.runs import STEPS_FILE, split_of
 from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
@@ -85,6 +85,20 @@ class SealPPOTrainer(PPOTrainerSync):
                 asyncio.run(check_environment(client, where, self.seal_settings, preflight_tasks()))
             except PreflightError as exc:
                 raise RuntimeError(str(exc)) from exc
+
+    def on_step_begin(self) -> None:
+        super().on_step_begin()
+        self._keep_env_fleet()
+
+    def on_validate_begin(self) -> None:
+        super().on_validate_begin()
+        self._keep_env_fleet()
+
+    def _keep_env_fleet(self) -> None:
+        """With `ray`, before episodes are played: dead actors are replaced, and a dead fleet (its actors
+        died with it) is started again serving the last Ω every actor agreed on."""
+        if self.seal_settings.rollout.env_backend == "ray":
+            self.env_actors = keep_fleet(self.env_actors, self.closed_loop.interface)
 
     # -- the advantage step -----------------------------------------------------------------------
     def _compute_advantage(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:

@@ -33,8 +33,8 @@ from tests.support.service_thread import service_in_thread
 
 ROOT = Path(__file__).resolve().parents[3]
 PAPER_EXPERIMENTS = sorted(
-    p for p in (ROOT / "exp").glob("*.yaml") if not p.stem.startswith(("smoke_", "sft_"))
-)  # the RL experiments; tests/trainer/launch/test_sft_launch.py launches the SFT ones
+    p for p in (ROOT / "exp").glob("*.yaml") if not p.stem.startswith(("smoke_", "sft_", "learn_"))
+)  # the paper's RL experiments; tests/trainer/launch/test_sft_launch.py launches the SFT ones
 SEAL = str(ROOT / "exp" / "SEAL.yaml")
 
 # The paper's Table 4 (docs/paper_results.md), as the plan prints each row.
@@ -53,15 +53,19 @@ TABLE_4 = {
     "actor KL loss coefficient": "0.001 (low_var_kl)",
     "entropy coefficient": "0",
     "GPUs": "4 (1 node x 4), tensor parallel 1, vLLM async, GPU memory utilisation 0.6",
-    "epochs": "6 (12 steps per epoch, 72 steps)",
+    "epochs": "6 (12 steps per epoch of 400 train rows, 16 unused each epoch; 72 steps)",
 }
 
-# The paper's 3B runs: batch 16, so 400 // 16 = 25 steps per epoch.
+# The paper's 3B runs: batch 16, so 400 // 16 = 25 steps per epoch, every row used.
 TABLE_4_3B = {
     **TABLE_4,
     "base model": "Qwen/Qwen2.5-3B-Instruct",
     "train batch size": "16",
-    "epochs": "6 (25 steps per epoch, 150 steps)",
+    "epochs": "6 (25 steps per epoch of 400 train rows; 150 steps)",
+}
+TABLE_4_3B_1GPU = {
+    **TABLE_4_3B,
+    "GPUs": "1 (1 node x 1), tensor parallel 1, vLLM async, GPU memory utilisation 0.6",
 }
 
 
@@ -135,6 +139,7 @@ def test_a_ray_backend_dry_run_starts_no_service_and_plans_the_actors_per_node(c
 EXPECTED_SEAL_PARTS = {
     "SEAL": ("reference", "preset reference, Evolve on", "dynamic"),
     "SEAL_3B": ("reference", "preset reference, Evolve on", "dynamic"),
+    "SEAL_3B_1gpu": ("reference", "preset reference, Evolve on", "dynamic"),
     "SEAL_full_loop": ("paper", "preset full, Evolve on", "dynamic"),
     "ablation_no_env_adaptation": ("reference", "preset none, Evolve off", "dynamic"),
     "ablation_no_reweighting": ("reference", "preset reference, Evolve on", "off"),
@@ -149,11 +154,12 @@ def test_every_experiment_dry_runs_with_its_own_service(conf, capsys, monkeypatc
     assert launcher.main(["--conf", str(conf), "--dry-run", "--with-bfcl"]) == 0
     out = capsys.readouterr().out
     plan = plan_values(out)
-    table = TABLE_4_3B if conf.stem == "SEAL_3B" else TABLE_4
+    table = {"SEAL_3B": TABLE_4_3B, "SEAL_3B_1gpu": TABLE_4_3B_1GPU}.get(conf.stem, TABLE_4)
     assert {key: plan.get(key) for key in table} == table
     taxonomy, interface, apatch = EXPECTED_SEAL_PARTS[conf.stem]
     assert plan["diagnosis taxonomy"] == taxonomy
     assert plan["interface Ω"] == interface
+    assert plan["Ω at the first step"] == f"v0 of {interface.split(',')[0]} (a fresh environment)"
     assert plan["A-Patch"].split(",")[0] == apatch
     assert out.count("): reward 1,") == 8  # four categories, train and eval mode
     assert plan["environment service"].startswith("one the launch starts (--with-bfcl)")
@@ -167,10 +173,13 @@ def test_the_gpu_smoke_runs_dry_run_with_one_rollout_replica_per_gpu(
 ):
     monkeypatch.chdir(tmp_path)
     conf = str(ROOT / "exp" / f"{name}.yaml")
-    overrides = ["actor_rollout_ref.model.path=/m", f"trainer.n_gpus_per_node={gpus}"]
+    model = tmp_path / "m"  # the dry run loads no weights: a folder with a model config will do
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    overrides = [f"actor_rollout_ref.model.path={model}", f"trainer.n_gpus_per_node={gpus}"]
     assert launcher.main(["--conf", conf, "--dry-run", "--with-bfcl", "--", *overrides]) == 0
     plan = plan_values(capsys.readouterr().out)
-    assert plan["base model"] == "/m"
+    assert plan["base model"] == str(model)
     assert plan["GPUs"].startswith(f"{gpus} (1 node x {gpus}), tensor parallel 1")
     assert plan["rollout replicas"] == str(gpus)  # verl's default TP 2 would leave one GPU without a replica
     assert plan["max prompt / response / model length"] == "7680 / 512 / 8192"

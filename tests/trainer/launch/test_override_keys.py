@@ -57,11 +57,30 @@ def test_a_new_key_nothing_reads_is_refused_without_a_wild_guess(seal_defaults, 
         "+ray_kwargs.ray_init.runtime_env.env_vars.HF_HOME=/cache",
         "+seal.apatch.rho.recovery_failure=1.5",
         "actor=dp_actor",
-        "~trainer.rollout_data_dir",
+        "~ray_kwargs.ray_init.num_cpus",
     ],
 )
 def test_keys_that_something_reads_pass(seal_defaults, override):
     check_override_keys(seal_defaults, [override])
+
+
+@pytest.mark.parametrize(
+    ("override", "says"),
+    [
+        (
+            "~trainer.test_freq",
+            "verl or SEAL reads trainer.test_freq, which cannot be deleted; set trainer.test_freq=...",
+        ),
+        ("~trainer.rollout_data_dir", "cannot be deleted; set trainer.rollout_data_dir=null"),
+        ("=5", "an override needs a key (key=value)"),
+    ],
+)
+def test_a_deletion_of_a_key_something_reads_and_an_override_without_a_key_are_refused(
+    seal_defaults, override, says
+):
+    with pytest.raises(OverrideKeyError) as refused:
+        check_override_keys(seal_defaults, [override])
+    assert str(refused.value).startswith(f"{override}: ") and says in str(refused.value)
 
 
 def test_a_field_of_the_dataclass_verl_builds_a_section_into_may_be_added(seal_defaults):

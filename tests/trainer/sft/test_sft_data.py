@@ -11,14 +11,9 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 from transformers import AutoTokenizer
-from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
-from verl.protocol import DataProto
 from verl.trainer.sft_trainer import create_sft_dataset
-from verl.utils.dataset.rl_dataset import collate_fn
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
-from seal.dataset import TRAIN_AGENT
-from seal.env.connect import close_shared_clients
 from seal.protocol.ground_truth import ground_truth_actions
 from seal.trainer.experiment import compose_experiment
 from seal.trainer.sft.data import (
@@ -29,8 +24,7 @@ from seal.trainer.sft.data import (
     train_rows,
     write_sft_parquet,
 )
-from seal.trainer.sft.scripted_server import ScriptedLLMServer
-from tests.support.rollout_helpers import model_folder, row
+from tests.support.rollout_helpers import model_folder, worker_samples
 from tests.support.script_module import load_script
 from tests.support.service_thread import service_in_thread
 
@@ -65,39 +59,14 @@ def sft_file(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-async def worker_samples(
-    folder: Path, tokenizer: Any, url: str
-) -> list[tuple[list[int], list[int], list[int]]]:
-    """(prompt, response, response mask) of the ground truth through verl's own worker and the service."""
-    config = compose_experiment(
-        VANILLA, [f"actor_rollout_ref.model.path={folder}", f"seal.rollout.env_url={url}"]
-    )
-    server = ScriptedLLMServer(tokenizer, {(task, "train"): ground_truth_actions(task) for task in TASKS})
-    rows = [row(task, TRAIN_AGENT, i) for i, task in enumerate(TASKS)]
-    batch = await AgentLoopWorker(config, llm_client=server).generate_sequences(
-        DataProto.from_single_dict(collate_fn(rows))
-    )
-    await close_shared_clients()
-    width = batch.batch["prompts"].shape[1]
-    samples = []
-    for i in range(len(rows)):
-        attention = batch.batch["attention_mask"][i]
-        kept = int(attention[width:].sum())
-        samples.append(
-            (
-                batch.batch["prompts"][i][attention[:width].bool()].tolist(),
-                batch.batch["responses"][i][:kept].tolist(),
-                batch.batch["response_mask"][i][:kept].tolist(),
-            )
-        )
-    return samples
-
-
 def test_rows_read_through_verls_sft_hook_are_the_agent_loops_tokens_for_every_category(
     folder, tokenizer, sft_file
 ):
     with service_in_thread(interface_preset="none") as url:
-        expected = asyncio.run(worker_samples(folder, tokenizer, url))
+        config = compose_experiment(
+            VANILLA, [f"actor_rollout_ref.model.path={folder}", f"seal.rollout.env_url={url}"]
+        )
+        expected = asyncio.run(worker_samples(config, tokenizer, TASKS))
     data_config = OmegaConf.create(SFT_DATA)
     dataset = create_sft_dataset(str(sft_file), data_config, tokenizer, processor=None)
     frame = pd.read_parquet(sft_file)

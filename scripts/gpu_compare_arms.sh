@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# SEAL against vanilla GRPO on one GPU: the learning recipe's SFT start, then both arms x the seeds asked, each run
+# a launch with its own environment service, as many at once as CONCURRENT, in the background so that a machine
+# lent for short calls can be asked again; re-running resumes; then the comparison (scripts/compare_runs.py).
+#   bash scripts/gpu_compare_arms.sh start MODEL_DIR [SEED ...]   # in the background (setsid nohup); returns at once
+#   bash scripts/gpu_compare_arms.sh run MODEL_DIR [SEED ...]     # the same in the foreground
+#   bash scripts/gpu_compare_arms.sh status                       # each run: done, failed, running (its step), to do
+#   bash scripts/gpu_compare_arms.sh report [DIR]                 # compare_runs.py of every run with metrics
+#   bash scripts/gpu_compare_arms.sh pack FILE                    # results without checkpoints, one .tar.gz
+#   bash scripts/gpu_compare_arms.sh stop                         # end the background driver and its launches
+# MODEL_DIR: SmolLM2-135M-Instruct (`python scripts/make_smoke_model.py smollm2 DIR`). SEEDS default: 1 2 3.
+# The SFT start (exp/sft_learn.yaml -> experiments/sft_learn) is trained once and reused. Then, per seed, SEAL
+# (exp/learn_seal.yaml) and vanilla (exp/learn_vanilla.yaml) from it, `seed=S`, into experiments/learn_<arm>_s<S>;
+# a run with trained.json is done and skipped; one cut short resumes from its last checkpoint (every 8 steps).
+# CONCURRENT (default 2: one seed's two arms together) launches share the GPU; vLLM's gpu_memory_utilization is
+# sized for the count: min(0.3, (74 GB / CONCURRENT - 6 GB) / 80 GB), 6 GB being a run's actor, contexts and
+# slack. State and logs: experiments/arms/ (driver.log, <run>.log, <run>.exit).
+# Time on one H100, from the issue's measurements (two arms at once ~20 s a step, SFT ~5.5 min, 4-5 min start-up
+# a launch): SFT ~7 min; one seed's pair ~15 min (start-up, val before, 24 steps ~8 min, val after). One
+# 30-minute machine holds the kit's install, SFT and one seed; three seeds take three sittings, each training the
+# SFT start again (it cannot travel between machines) and ending with `pack FILE` into the call's $OUT.
+set -uo pipefail
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
+case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
+mode=$1
+shift
+py=${PYTHON:-python3}
+concurrent=${CONCURRENT:-2}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
+cd "$(dirname "$0")/.."
+state=experiments/arms
+arms=(seal vanilla)
+
+sft_model() {  # the Hugging Face folder of the SFT start's latest checkpoint; exit 1 when there is none
+  "$py" -c 'from seal.trainer.experiment import compose_experiment; from seal.trainer.launch.sft import sft_model_path
+print(sft_model_path(compose_experiment("exp/sft_learn.yaml")))' 2>/dev/null
+}
+
+memory_share() { awk -v n="$concurrent" 'BEGIN { u = (74 / n - 6) / 80; if (u > 0.3) u = 0.3; printf "%.2f", u }'; }
+
+runs_of() { for seed in "$@"; do for arm in "${arms[@]}"; do echo "learn_${arm}_s${seed}"; done; done; }
+
+train_run() {  # train_run NAME SFT_MODEL: one launch, logged; its exit status into <run>.exit
+  local name=$1 arm seed
+  arm=${name#learn_}; arm=${arm%_s*}; seed=${name##*_s}
+  "$py" launcher.py --conf "exp/learn_${arm}.yaml" --with-bfcl -- actor_rollout_ref.model.path="$2" \
+    seed="$seed" actor_rollout_ref.rollout.gpu_memory_utilization="$(memory_share)" > "$state/$name.log" 2>&1
+  echo $? > "$state/$name.exit"
+}
+
+drive() {  # drive MODEL_DIR SEED...: the SFT start when missing, then every run not done yet, CONCURRENT at a time
+  local model=$1 status=0 name sft
+  shift
+  mkdir -p "$state"
+  echo $$ > "$state/driver.pid"
+  echo "$@" > "$state/seeds"
+  if ! sft=$(sft_model); then
+    echo "sft: training the SFT start (experiments/sft_learn; log $state/sft_learn.log)"
+    "$py" launcher.py --conf exp/sft_learn.yaml -- model.path="$model" > "$state/sft_learn.log" 2>&1
+    sft=$(sft_model) || { echo "gpu_compare_arms.sh: the SFT start failed ($state/sft_learn.log)" >&2; return 1; }
+  fi
+  echo "sft: $sft"
+  for name in $(runs_of "$@"); do
+    if [ -f "experiments/$name/trained.json" ]; then echo "$name: done already"; continue; fi
+    while [ "$(jobs -rp | wc -l)" -ge "$concurrent" ]; do wait -n; done
+    rm -f "$state/$name.exit"
+    echo "$name: started (gpu_memory_utilization $(memory_share); log $state/$name.log)"
+    train_run "$name" "$sft" &
+  done
+  wait
+  for name in $(runs_of "$@"); do
+    [ -f "experiments/$name/trained.json" ] || { echo "$name: not done ($state/$name.log)" >&2; status=1; }
+  done
+  report
+  return $status
+}
+
+driver_alive() { [ -f "$state/driver.pid" ] && kill -0 "$(cat "$state/driver.pid")" 2>/dev/null; }
+
+status() {  # one line per run of the seeds asked last: done / failed / running at step N / to do
+  [ -f "$state/seeds" ] || { echo "nothing started yet ($state/seeds is missing)"; return 0; }
+  driver_alive && echo "driver: running (pid $(cat "$state/driver.pid"), log $state/driver.log)" \
+    || echo "driver: not running (start again to resume)"
+  for name in $(runs_of $(cat "$state/seeds")); do
+    local step
+    step=$("$py" -c 'import sys; from pathlib import Path; from seal.run_comparison import read_steps
+print(len(read_steps(Path(sys.argv[1]))))' "experiments/$name" 2>/dev/null || echo 0)
+    if [ -f "experiments/$name/trained.json" ]; then echo "$name: done ($step steps)"
+    elif [ -f "$state/$name.exit" ]; then echo "$name: failed, exit $(cat "$state/$name.exit") ($state/$name.log)"
+    elif [ -f "$state/$name.log" ] && driver_alive; then echo "$name: running, $step steps done"
+    elif [ -f "$state/$name.log" ]; then echo "$name: interrupted after $step steps (start again to resume)"
+    else echo "$name: to do"; fi
+  done
+}
+
+report() {  # compare_runs.py of every learning run that has metrics
+  local runs=() run
+  for run in experiments/learn_*_s*; do [ -d "$run/metrics" ] && runs+=("$run"); done
+  [ ${#runs[@]} -gt 0 ] || { echo "gpu_compare_arms.sh: no run has metrics yet" >&2; return 1; }
+  "$py" scripts/compare_runs.py "${runs[@]}" --out "${1:-experiments/comparison}"
+}
+
+case "$mode" in
+  start)
+    [ $# -ge 1 ] || { echo "gpu_compare_arms.sh: start MODEL_DIR [SEED ...]" >&2; exit 2; }
+    if driver_alive; then echo "already running (pid $(cat "$state/driver.pid")): see status"; exit 0; fi
+    mkdir -p "$state"
+    setsid nohup bash "${BASH_SOURCE[0]}" run "$@" > "$state/driver.log" 2>&1 < /dev/null &
+    echo "started in the background: bash scripts/gpu_compare_arms.sh status (log $state/driver.log)" ;;
+  run)
+    [ $# -ge 1 ] || { echo "gpu_compare_arms.sh: run MODEL_DIR [SEED ...]" >&2; exit 2; }
+    model=$1
+    shift
+    if [ $# -eq 0 ]; then set -- 1 2 3; fi
+    drive "$model" "$@" ;;
+  status) status ;;
+  report) report "$@" ;;
+  pack)
+    [ $# -eq 1 ] || { echo "gpu_compare_arms.sh: pack FILE" >&2; exit 2; }
+    names=(experiments/arms experiments/comparison experiments/sft_learn experiments/learn_*_s* \
+      launcher_record/sft_learn launcher_record/learn_*_s*)
+    present=()
+    for name in "${names[@]}"; do [ -e "$name" ] && present+=("$name"); done
+    tar -czf "$1" --exclude='*/checkpoints' --exclude='*.parquet' --exclude='*/hydra' "${present[@]}" \
+      && echo "packed $(du -h "$1" | cut -f1) into $1 (untar it in the project root, then: report)" ;;
+  stop)
+    if driver_alive; then
+      pid=$(cat "$state/driver.pid")
+      [ "$(ps -o pgid= -p "$pid" | tr -d ' ')" = "$pid" ] && kill -- -"$pid" || kill "$pid"
+      echo "stopped the driver (pid $pid) and what it started"
+    else echo "no driver running"; fi ;;
+  *) echo "gpu_compare_arms.sh: no mode '$mode' (start run status report pack stop; --help)" >&2; exit 2 ;;
+esac

@@ -1,0 +1,203 @@
+"""Run a command and sample what it holds: host memory (the node's and the largest processes'), GPU memory,
+and when each training step's metrics arrive.
+
+    python scripts/resource_sampler.py --out experiments/RUN/resources.json \\
+        --metrics experiments/RUN/metrics -- python launcher.py --conf exp/SEAL_3B_1gpu.yaml ...
+
+Every `--interval` seconds it reads the node's used memory (total − available, what Ray's 95% kill line
+watches), every process's resident set (pinned host memory is resident: it counts), and each GPU's used memory
+(NVML, as nvidia-smi shows it: vLLM's whole share while it runs); it prints a progress line every `--every`
+seconds. At the end (or on SIGINT/SIGTERM, which it passes to the command) it writes the peaks and the time
+each step's line appeared in the metrics files to `--out`, the samples to the same name with `.csv`, and
+exits with the command's status. scripts/backbone_table.py turns it and the metrics into the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+GIB = 1 << 30
+TOP_PROCESSES = 3
+
+
+class GpuMemory:
+    """Used memory per GPU through NVML (nvidia-ml-py, a vLLM dependency); nvidia-smi where NVML is missing;
+    nothing on a machine without GPUs."""
+
+    def __init__(self) -> None:
+        self.nvml: Any = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self.nvml = pynvml
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        except Exception:  # no NVML library or no driver: fall back below
+            self.nvml = None
+
+    def used_gib(self) -> list[float]:
+        if self.nvml is not None:
+            return [self.nvml.nvmlDeviceGetMemoryInfo(h).used / GIB for h in self.handles]
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            return []
+        return [float(line) / 1024 for line in out.split()]
+
+
+def process_rss() -> dict[int, tuple[float, str]]:
+    """pid -> (RSS GiB, a short description) for every process that can be read."""
+    found = {}
+    for process in psutil.process_iter(["pid", "name", "cmdline", "memory_info"]):
+        info = process.info
+        if info["memory_info"] is None:
+            continue
+        label = " ".join(info["cmdline"] or [info["name"] or "?"])[:100]
+        found[info["pid"]] = (info["memory_info"].rss / GIB, label)
+    return found
+
+
+class StepWatch:
+    """The time each training step's record first appears in `metrics/*.jsonl` (verl's `file` logger)."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self.offsets: dict[Path, int] = {}
+        self.seen: dict[int, float] = {}
+
+    def poll(self, elapsed: float) -> None:
+        if self.folder is None or not self.folder.is_dir():
+            return
+        for path in sorted(self.folder.glob("*.jsonl")):
+            with path.open("rb") as handle:
+                handle.seek(self.offsets.get(path, 0))
+                data = handle.read()
+            complete = data[: data.rfind(b"\n") + 1]
+            self.offsets[path] = self.offsets.get(path, 0) + len(complete)
+            for line in complete.splitlines():
+                record = json.loads(line)
+                if "timing_s/step" in record.get("data", {}):
+                    self.seen.setdefault(int(record["step"]), elapsed)
+
+
+def sample_loop(child: subprocess.Popen, args: argparse.Namespace) -> dict[str, Any]:
+    gpus, steps = GpuMemory(), StepWatch(args.metrics)
+    start = time.monotonic()
+    peaks: dict[str, Any] = {"node_used_gib": 0.0, "gpu_used_gib": 0.0, "processes": {}}
+    rows: list[list[float]] = []
+    last_report = 0.0
+    while True:
+        elapsed = time.monotonic() - start
+        memory = psutil.virtual_memory()
+        node_used = (memory.total - memory.available) / GIB
+        processes = process_rss()
+        top_pid, (top_rss, _) = max(processes.items(), key=lambda item: item[1][0], default=(0, (0.0, "")))
+        gpu = gpus.used_gib()
+        steps.poll(elapsed)
+        peaks["node_used_gib"] = max(peaks["node_used_gib"], node_used)
+        peaks["gpu_used_gib"] = max([peaks["gpu_used_gib"], *gpu])
+        for pid, (rss, label) in processes.items():
+            held = peaks["processes"].get(pid)
+            if held is None or rss > held[0]:
+                peaks["processes"][pid] = (rss, label)
+        rows.append(
+            [round(elapsed, 1), round(node_used, 2), round(top_rss, 2), top_pid, *(round(g, 2) for g in gpu)]
+        )
+        if elapsed - last_report >= args.every:
+            last_report = elapsed
+            gpu_text = ", ".join(f"{g:.1f}" for g in gpu) or "none"
+            print(
+                f"[sampler] {elapsed:5.0f} s: node {node_used:.1f} GiB, largest process {top_rss:.1f} GiB, "
+                f"GPU {gpu_text} GiB, steps done {len(steps.seen)}",
+                file=sys.stderr,
+                flush=True,
+            )
+        if child.poll() is not None:
+            break
+        time.sleep(args.interval)
+    steps.poll(time.monotonic() - start)
+    top = sorted(peaks["processes"].items(), key=lambda item: item[1][0], reverse=True)[:TOP_PROCESSES]
+    return {
+        "command": args.command,
+        "returncode": child.returncode,
+        "wall_s": round(time.monotonic() - start, 1),
+        "peak_node_used_gib": round(peaks["node_used_gib"], 2),
+        "node_total_gib": round(psutil.virtual_memory().total / GIB, 2),
+        "peak_gpu_used_gib": round(peaks["gpu_used_gib"], 2),
+        "peak_processes": [
+            {"pid": pid, "rss_gib": round(rss, 2), "command": label} for pid, (rss, label) in top
+        ],
+        "step_seen_s": {str(step): round(t, 1) for step, t in sorted(steps.seen.items())},
+        "samples": rows,
+    }
+
+
+def write(summary: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = summary.pop("samples")
+    with out.with_suffix(".csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        gpus = max((len(row) - 4 for row in rows), default=0)
+        writer.writerow(
+            ["s", "node_used_gib", "largest_rss_gib", "largest_pid", *(f"gpu{i}_gib" for i in range(gpus))]
+        )
+        writer.writerows(rows)
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the summary JSON to write")
+    parser.add_argument("--metrics", type=Path, help="the run's metrics folder (experiments/RUN/metrics)")
+    parser.add_argument("--interval", type=float, default=2.0, help="seconds between samples (default 2)")
+    parser.add_argument(
+        "--every", type=float, default=30.0, help="seconds between progress lines (default 30)"
+    )
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command, after --")
+    args = parser.parse_args(argv)
+    args.command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not args.command:
+        parser.error("give the command to run after --")
+    try:
+        child = subprocess.Popen(args.command, start_new_session=True)
+    except OSError as error:
+        print(f"resource_sampler: cannot run {args.command[0]}: {error}", file=sys.stderr)
+        return 127
+
+    def forward(signum: int, _frame: Any) -> None:
+        if child.poll() is None:
+            os.killpg(child.pid, signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, forward)
+    summary = sample_loop(child, args)
+    write(summary, args.out)
+    print(
+        f"[sampler] done in {summary['wall_s']} s (exit {summary['returncode']}): node peak "
+        f"{summary['peak_node_used_gib']} GiB, GPU peak {summary['peak_gpu_used_gib']} GiB -> {args.out}",
+        file=sys.stderr,
+    )
+    return summary["returncode"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Per-GPU and host memory of a SEAL launch by arithmetic, as verl 0.9.1's FSDP engine places it.
+
+What lives where (verl 0.9.1, strategy `fsdp`; one process per GPU holds the actor and the reference model):
+- actor: fp32 weights (`model_dtype: fp32`), fp32 gradients and AdamW's two fp32 moments, sharded over the
+  GPUs, plus FSDP's bf16 compute copy of the shard; `param_offload` / `optimizer_offload` move weights /
+  moments to the host between phases only: the update loads them all back (`BaseEngineCtx`, engine/base.py);
+- reference model: always on the host (FSDP's `CPUOffload(offload_params=True)` is forced for forward-only
+  models), in its `model_dtype` (fp32 unless set), beside a pinned gradient buffer of the same size that
+  FSDP allocates anyway; none with LoRA (the actor with its adapters disabled is the reference);
+- every offloaded tensor is pinned by PyTorch's caching host allocator, which rounds each block up to the
+  next power of two: a FSDP unit (one decoder layer) of 308 MB takes 512 MiB;
+- vLLM: `gpu_memory_utilization` of the GPU while it generates; asleep (level 2) it frees weights and cache,
+  with a LoRA adapter (level 1) it keeps its bf16 weights on the host.
+Activations follow the micro-batch's tokens with gradient checkpointing (layer inputs, one layer recomputed).
+scripts/memory_plan.py prints the table; the README's GPU section sets it beside what was measured.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+GIB = 1 << 30
+CUDA_CONTEXT_GIB = 0.5
+"""A CUDA context per process on the GPU (the trainer's worker and vLLM's)."""
+VLLM_ASLEEP_GIB = 1.5
+"""What vLLM keeps on the GPU asleep: its CUDA graphs and context."""
+WORKSPACE_GIB = 2.0
+"""Log-prob chunks, the loss, allocator slack."""
+HOST_BASELINE_GIB = 4.0
+"""A training worker's own host memory: CUDA and torch libraries, Python, the tokenizer."""
+NODE_BASELINE_GIB = 10.0
+"""The rest of the node: Ray, TransferQueue, the environment service, vLLM's processes."""
+RAY_MEMORY_THRESHOLD = 0.95
+"""Ray kills a worker once the node's memory use passes this share (`RAY_memory_usage_threshold`)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One launch's settings that decide memory."""
+
+    gpus: int = 1
+    gpu_gib: float = 79.6
+    """An 80 GB H100 as nvidia-smi reports it (81,559 MiB); an H200 has 140.4."""
+    host_gib: float = 116.4
+    """The node's RAM (125 GB = 116.4 GiB on the H100 node that ran the 3B shape)."""
+    model_bytes: int = 4
+    """The actor's `fsdp_config.model_dtype`: 4 (fp32, verl's default) or 2 (bf16)."""
+    ref_bytes: int = 4
+    """The reference model's `model_dtype` (0: no reference model, as with LoRA)."""
+    param_offload: bool = False
+    optimizer_offload: bool = False
+    lora_rank: int = 0
+    vllm_utilization: float = 0.6
+    micro_batch_tokens: int = 16384
+    pinned_rounding: bool = True
+    """PyTorch's pinned host allocator rounds each block up to a power of two (the default)."""
+
+
+@dataclass
+class Budget:
+    """GiB per GPU (the GPU phases) and on the host (per GPU: its training worker and vLLM; the node)."""
+
+    parts: dict[str, float] = field(default_factory=dict)
+    host_parts: dict[str, float] = field(default_factory=dict)
+    update_gib: float = 0.0
+    generate_gib: float = 0.0
+    host_worker_gib: float = 0.0
+    host_node_gib: float = 0.0
+    gpu_limit_gib: float = 0.0
+    host_limit_gib: float = 0.0
+
+    @property
+    def gpu_peak_gib(self) -> float:
+        return max(self.update_gib, self.generate_gib)
+
+    @property
+    def fits(self) -> bool:
+        return self.gpu_peak_gib <= self.gpu_limit_gib and self.host_node_gib <= self.host_limit_gib
+
+
+def fsdp_units(config: dict[str, Any]) -> list[int]:
+    """Parameters of each FSDP unit (verl wraps every decoder layer): the layers, then the root with the
+    embeddings, the untied output head and the final norm."""
+    from seal.backbones.catalog import parameter_count
+
+    heads = 1 if config["tie_word_embeddings"] else 2
+    root = heads * config["vocab_size"] * config["hidden_size"] + config["hidden_size"]
+    layers = config["num_hidden_layers"]
+    return [(parameter_count(config) - root) // layers] * layers + [root]
+
+
+def lora_parameters(config: dict[str, Any], rank: int) -> int:
+    """LoRA's A and B on every linear layer of the decoder (verl's `target_modules: all-linear`)."""
+    hidden, ffn = config["hidden_size"], config["intermediate_size"]
+    kv = config["num_key_value_heads"] * (config.get("head_dim") or hidden // config["num_attention_heads"])
+    linears = [(hidden, hidden), (hidden, kv), (hidden, kv), (hidden, hidden), (hidden, ffn), (hidden, ffn)]
+    linears.append((ffn, hidden))
+    return rank * sum(a + b for a, b in linears) * config["num_hidden_layers"]
+
+
+def pinned_gib(unit_bytes: list[int], rounding: bool) -> float:
+    """Host memory of one pinned copy made of these blocks."""
+    return sum(1 << (size - 1).bit_length() if rounding else size for size in unit_bytes) / GIB
+
+
+def activation_gib(config: dict[str, Any], tokens: int, backward: bool) -> float:
+    """A micro-batch of `tokens` in bf16: with backward, every layer's input (gradient checkpointing) and one
+    layer recomputed with its gradients; forward only, one layer's intermediates."""
+    hidden, ffn, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
+    kv = config["num_key_value_heads"] * (config.get("head_dim") or hidden // config["num_attention_heads"])
+    layer = tokens * (4 * hidden + 2 * kv + 4 * ffn) * 2
+    if not backward:
+        return layer / GIB
+    return (layers * tokens * hidden * 2 + 2 * layer) / GIB
+
+
+def plan(config: dict[str, Any], placement: Placement) -> Budget:
+    """The budget of one launch of the backbone `config` under `placement`."""
+    p = placement
+    units = [math.ceil(n / p.gpus) for n in fsdp_units(config)]
+    weights = sum(units)
+    trainable = math.ceil(lora_parameters(config, p.lora_rank) / p.gpus) if p.lora_rank else weights
+    train_bytes = p.model_bytes  # LoRA adapters take the base's dtype (verl casts them)
+    budget = Budget(gpu_limit_gib=p.gpu_gib, host_limit_gib=RAY_MEMORY_THRESHOLD * p.host_gib)
+    parts = budget.parts
+    parts["actor weights"] = (weights + (trainable if p.lora_rank else 0)) * p.model_bytes / GIB
+    parts["gradients"] = trainable * train_bytes / GIB
+    parts["AdamW moments"] = 2 * trainable * train_bytes / GIB
+    parts["bf16 compute copy"] = weights * 2 / GIB if p.model_bytes > 2 else 0.0
+    parts["activations"] = activation_gib(config, p.micro_batch_tokens, backward=True) + WORKSPACE_GIB
+    parts["vLLM share"] = p.vllm_utilization * p.gpu_gib
+    contexts = 2 * CUDA_CONTEXT_GIB
+    budget.update_gib = (
+        (parts["actor weights"] + parts["gradients"] + parts["AdamW moments"] + parts["bf16 compute copy"])
+        + parts["activations"]
+        + VLLM_ASLEEP_GIB
+        + contexts
+    )
+    resident = (0.0 if p.param_offload else parts["actor weights"]) + (
+        0.0 if p.optimizer_offload else parts["AdamW moments"]
+    )
+    budget.generate_gib = parts["vLLM share"] + resident + contexts
+    moments = [trainable] if p.lora_rank else units
+    host = budget.host_parts
+    host["worker baseline"] = HOST_BASELINE_GIB
+    if p.param_offload:
+        host["pinned actor weights"] = pinned_gib([n * p.model_bytes for n in units], p.pinned_rounding)
+    if p.optimizer_offload:
+        host["pinned AdamW moments"] = 2 * pinned_gib([n * train_bytes for n in moments], p.pinned_rounding)
+    if p.ref_bytes and not p.lora_rank:  # the weights and the gradient buffer FSDP pins beside them
+        host["pinned reference + grad buffer"] = 2 * pinned_gib(
+            [n * p.ref_bytes for n in units], p.pinned_rounding
+        )
+    if p.lora_rank:  # vLLM sleeps at level 1 with an adapter: its bf16 weights wait on the host
+        host["vLLM's weights while asleep"] = weights * 2 / GIB
+    budget.host_worker_gib = sum(host.values())
+    budget.host_node_gib = p.gpus * budget.host_worker_gib + NODE_BASELINE_GIB
+    return budget

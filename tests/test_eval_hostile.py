@@ -1,0 +1,161 @@
+"""`seal eval` facing what it cannot trust: hostile model replies, credentials in the base URL, and a window
+too small for the default `--max-tokens`."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from fastapi.responses import Response
+
+from seal.cli import main as seal_main
+from seal.env.episode import Episode
+from seal.evaluation.budget import tokenizer_tools
+from seal.evaluation.store import RunFolder
+from seal.protocol.ground_truth import END_OF_TURN as DONE
+from tests.evaluation.test_eval import lines, run, sample, summary
+from tests.support.chatml import chatml_tokenizer
+from tests.support.scripted_endpoint import Script, completion, scripted_tokens, serve
+
+HOSTILE_REPLIES = (
+    '<tool_call>\n{"name": "ls", "arguments": {"a": 99999999999999999999}}\n</tool_call>',
+    '<tool_call>\n{"name": "cd\\ud800", "arguments": {}}\n</tool_call>',
+    '<tool_call>\n{"name": "ls", "arguments": ' + "[" * 50_000 + "]" * 50_000 + "}\n</tool_call>",
+    "All done \ud800, nothing to call.",
+)
+"""A big integer, a surrogate in a name, deep JSON, a raw lone surrogate (the endpoint's JSON escapes it)."""
+
+
+@dataclass
+class HostileModel(Script):
+    """Opens every task with its hostile reply, then ends each turn; answers in ASCII JSON, as a server
+    that escapes every non-ASCII character (a raw lone surrogate travels as `\\ud800`)."""
+
+    replies: dict[str, str] = field(default_factory=dict)
+
+    def oracle(self, task_id: str | None, turn: int, sent: bool) -> str:
+        return self.replies[task_id] if task_id in self.replies and turn == 0 and not sent else DONE
+
+    def reply(self, text: str, prompt: int, max_tokens: int) -> Response:
+        usage = {"prompt_tokens": prompt, "completion_tokens": 1, "total_tokens": prompt + 1}
+        return Response(json.dumps(completion(text, usage)), media_type="application/json")
+
+
+def test_hostile_replies_are_scored_written_as_utf8_and_replayed_alike(tmp_path, capsys):
+    tasks = sample(1)
+    script = HostileModel(tasks, replies=dict(zip(tasks, HOSTILE_REPLIES, strict=True)))
+    out = tmp_path / "hostile"
+    with serve(script) as url:
+        assert run(url, out, tasks=tasks) == 0
+    episodes = lines(out / "episodes.jsonl")
+    assert [(e["reward"], "error" in e) for e in episodes] == [(0.0, False)] * len(tasks)
+    for path in out.iterdir():
+        path.read_bytes().decode("utf-8")  # strict: every file is UTF-8
+    logs = lines(out / "actions.jsonl")
+    assert [log["actions"][0] for log in logs[:3]] == list(HOSTILE_REPLIES[:3])
+    assert logs[3]["actions"][0] == "All done \ufffd, nothing to call."
+    replayed = tmp_path / "replayed.jsonl"
+    capsys.readouterr()
+    assert (
+        seal_main(["replay", "--input", str(out / "actions.jsonl"), "--out", str(replayed), "--labels"]) == 0
+    )
+    again = lines(replayed)
+    assert [(e["reward"], e["labels"]) for e in again] == [(e["reward"], e["labels"]) for e in episodes]
+
+
+def test_a_run_folder_writes_a_lone_surrogate_as_its_escape_and_reads_it_back(tmp_path):
+    folder = RunFolder(tmp_path / "run")
+    folder.start({"model": "m", "protocol": "qwen_fc", "taxonomy": "reference"})
+    log = {"task_id": "multi_turn_base_0", "protocol": "qwen_fc", "actions": ["a \ud800 b", "é"]}
+    with folder:
+        folder.append(log, {"task_id": "multi_turn_base_0", "reward": 0.0})
+    raw = (tmp_path / "run" / "actions.jsonl").read_bytes().decode("utf-8")
+    assert "\\ud800" in raw and "é" in raw
+    assert folder.action_logs() == [log]
+
+
+SECRET = "pw-SENTINEL-93d1"
+BASIC = base64.b64encode(f"user:{SECRET}".encode()).decode()
+
+
+def test_credentials_in_the_base_url_reach_no_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    tasks = sample(1)[:2]
+    script = Script(tasks, faults={tasks[0]: ("echo_auth", 0)})
+    out = tmp_path / "keyed"
+    with serve(script) as url:
+        keyed = url.replace("http://", f"http://user:{SECRET}@")
+        assert run(keyed, out, tasks=tasks) == 0
+    assert {h.get("authorization") for h in script.headers} == {f"Basic {BASIC}"}
+    assert "HTTP 401" in lines(out / "episodes.jsonl")[0]["error"]
+    assert json.loads((out / "run.json").read_text())["base_url"] == url.replace("http://", "http://***@")
+    assert run(f"http://user:{SECRET}@127.0.0.1:9/v1", tmp_path / "unreachable", tasks=tasks) == 1
+    assert run(f"ftp://user:{SECRET}@host/v1", tmp_path / "bad", tasks=tasks) == 2
+    printed = capsys.readouterr()
+    for text in (printed.out + printed.err, *(p.read_text() for p in tmp_path.rglob("*") if p.is_file())):
+        assert SECRET not in text and BASIC not in text
+    assert "cannot reach http://***@127.0.0.1:9/v1/models" in printed.err
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("tokenizer")
+    texts = [m["content"] for t in sample(1) for m in Episode(t).reset()]
+    chatml_tokenizer(texts, vocab_size=600).save_pretrained(folder)
+    return folder
+
+
+def test_with_the_tokenizer_a_window_no_opening_fits_is_refused_before_the_run(tmp_path, tokenizer, capsys):
+    tasks = sample(1)
+    count, _ = tokenizer_tools(tokenizer)
+    shortest = min(count(Episode(t).reset()) for t in tasks)
+    script = Script(tasks, window=shortest + 4096, count=count)
+    out = tmp_path / "pointless"
+    with serve(script) as url:
+        assert run(url, out, "--tokenizer", str(tokenizer), tasks=tasks) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        "seal eval: error: every selected task opens with a prompt"
+    )
+    assert "every episode would be cut before its first call" in err and "--max-tokens" in err
+    assert not out.exists() and script.requests == []
+
+
+def test_with_the_tokenizer_openings_past_the_window_are_named_before_the_run(tmp_path, tokenizer, capsys):
+    tasks = sample(1)
+    count, _ = tokenizer_tools(tokenizer)
+    sizes = sorted(count(Episode(t).reset()) for t in tasks)
+    script = Script(tasks, window=sizes[1] + 1 + 512, count=count)
+    with serve(script) as url:
+        assert (
+            run(url, tmp_path / "some", "--tokenizer", str(tokenizer), "--max-tokens", "512", tasks=tasks)
+            == 0
+        )
+    warning = next(line for line in capsys.readouterr().err.splitlines() if "warning" in line)
+    assert warning.startswith("seal eval: warning: 2 of 4 selected tasks open with a prompt at or past")
+    assert f"--max-tokens {sizes[1] + 1 + 512 - sizes[-1] - 1}" in warning or "needs a window" in warning
+    assert summary(tmp_path / "some")["cut_before_first_call"]["count"] == 2
+
+
+def test_without_a_tokenizer_the_summary_says_every_episode_was_cut_before_its_first_call(tmp_path, capsys):
+    tasks = sample(1)
+    window = min(scripted_tokens(Episode(t).reset()) for t in tasks) + 2000
+    with serve(Script(tasks, window=window)) as url:
+        assert run(url, tmp_path / "small", tasks=tasks) == 0
+    result = summary(tmp_path / "small")
+    assert result["cut_before_first_call"] == {"count": 4, "task_ids": tasks}
+    note = "4 of 4 scored episode(s) were cut before their first call"
+    assert note in capsys.readouterr().out and note in (tmp_path / "small" / "summary.md").read_text()
+    assert {e["llm_calls"] for e in lines(tmp_path / "small" / "episodes.jsonl")} == {0}
+
+
+def test_max_tokens_not_below_the_window_is_refused_before_the_run(tmp_path, capsys):
+    tasks = sample(1)
+    with serve(Script(tasks, window=4096)) as url:
+        assert run(url, tmp_path / "none", tasks=tasks) == 1
+    err = capsys.readouterr().err
+    assert "--max-tokens 4096 leaves no room for a prompt in the model's 4,096-token window" in err
+    assert not (tmp_path / "none").exists()

@@ -1,0 +1,188 @@
+"""The measured backbone runs without a GPU: `scripts/resource_sampler.py` on a real child process,
+`scripts/backbone_table.py` on a run folder, and `scripts/gpu_backbone_runs.sh` as a command line with a
+stand-in `PYTHON` that records what it would run (each run's overrides compose as the launcher's do)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from seal.trainer.launch import command as launcher
+from tests.support.script_module import load_script
+
+ROOT = Path(__file__).resolve().parents[1]
+sampler = load_script("resource_sampler")
+backbone_table = load_script("backbone_table")
+RUNS = ("3b", "3b-shaped", "3b-offload-all", "7b-lora", "8b-lora", "7b-full")
+COMPOSED = {"3b-shaped", "3b-offload-all", "8b-lora", "7b-full"}
+"""Between them every override the runs use (3b-shaped adds one to 3b's, 8b-lora two to 7b-lora's); composing
+takes seconds each."""
+
+CHILD = """
+import json, sys, time
+from pathlib import Path
+metrics = Path(sys.argv[1]); metrics.mkdir(parents=True)
+held = bytearray(300 << 20)
+for step in (1, 2):
+    time.sleep(0.6)
+    with (metrics / "launch.jsonl").open("a") as out:
+        out.write(json.dumps({"step": step, "data": {"timing_s/step": 0.5}}) + "\\n")
+sys.exit(3)
+"""
+
+
+def test_the_sampler_records_the_child_s_memory_its_steps_and_its_exit(tmp_path, capsys):
+    out = tmp_path / "run" / "resources.json"
+    metrics = tmp_path / "run" / "metrics"
+    argv = ["--out", str(out), "--metrics", str(metrics), "--interval", "0.2", "--every", "0.5", "--"]
+    status = sampler.main([*argv, sys.executable, "-c", CHILD, str(metrics)])
+    assert status == 3
+    found = json.loads(out.read_text())
+    assert found["returncode"] == 3 and set(found["step_seen_s"]) == {"1", "2"}
+    assert found["step_seen_s"]["1"] < found["step_seen_s"]["2"] <= found["wall_s"]
+    largest = max(process["rss_gib"] for process in found["peak_processes"])
+    assert largest >= 0.29 and found["peak_node_used_gib"] > 0
+    assert out.with_suffix(".csv").read_text().startswith("s,node_used_gib,largest_rss_gib,largest_pid")
+    assert "[sampler]" in capsys.readouterr().err
+
+
+def test_the_table_gives_start_up_phases_peaks_and_the_targets(tmp_path, capsys):
+    run = tmp_path / "backbone_3b"
+    (run / "metrics").mkdir(parents=True)
+    steps = {
+        1: {
+            "timing_s/step": 150.0,
+            "timing_s/gen": 60.0,
+            "perf/throughput": 7000.0,
+            "perf/total_num_tokens": 1.1e6,
+        },
+        2: {
+            "timing_s/step": 110.0,
+            "timing_s/gen": 50.0,
+            "perf/throughput": 9000.0,
+            "perf/total_num_tokens": 1.0e6,
+        },
+    }
+    lines = [json.dumps({"step": step, "data": data}) + "\n" for step, data in steps.items()]
+    (run / "metrics" / "launch.jsonl").write_text("".join(lines))
+    resources = {
+        "step_seen_s": {"1": 320.0, "2": 430.0},
+        "peak_gpu_used_gib": 71.5,
+        "peak_node_used_gib": 60.2,
+        "node_total_gib": 116.4,
+        "peak_processes": [{"pid": 7, "rss_gib": 44.1, "command": "ray::WorkerDict"}],
+    }
+    (run / "resources.json").write_text(json.dumps(resources))
+    assert backbone_table.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "start-up s 170.0" in out and "peak GPU GiB 71.5" in out and "peak process RSS GiB 44.1" in out
+    assert "targets at step 2: step s ok, tokens/s/GPU ok, start-up s ok" in out
+    assert backbone_table.main([str(tmp_path / "missing")]) == 1
+
+
+STAND_IN = """#!/bin/sh
+echo "$*" >> {record}
+if [ "$1" = scripts/resource_sampler.py ]; then
+  out=$3; mkdir -p "$(dirname "$out")"; echo '{{"returncode": 0}}' > "$out"
+fi
+exit 0
+"""
+
+
+def run_script(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess, list]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    record = tmp_path / "commands.txt"
+    python = tmp_path / "python"
+    python.write_text(STAND_IN.format(record=record))
+    python.chmod(0o755)
+    scripts = tmp_path / "work" / "scripts"
+    scripts.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "scripts" / "gpu_backbone_runs.sh", scripts / "gpu_backbone_runs.sh")
+    done = subprocess.run(
+        ["bash", str(scripts / "gpu_backbone_runs.sh"), *args],
+        env={**os.environ, "PYTHON": str(python), "MODELS": str(tmp_path / "models"), **(env or {})},
+        capture_output=True,
+        text=True,
+    )
+    lines = record.read_text().splitlines() if record.exists() else []
+    return done, [line.split() for line in lines]
+
+
+def launch_of(commands: list[list[str]]) -> list[str]:
+    [command] = [c for c in commands if c[0] == "scripts/resource_sampler.py"]
+    return command[command.index("launcher.py") :]
+
+
+def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_path):
+    timed = {"trainer.val_before_train=false", "trainer.save_freq=-1", "trainer.logger=[console,file]"}
+    for run in RUNS:
+        done, commands = run_script(tmp_path / run, "run", run)
+        assert done.returncode == 0, done.stderr
+        folder = f"experiments/backbone_{run.replace('-', '_')}"
+        sampled = next(c for c in commands if c[0] == "scripts/resource_sampler.py")
+        assert sampled[1:5] == ["--out", f"{folder}/resources.json", "--metrics", f"{folder}/metrics"]
+        launch = launch_of(commands)
+        overrides = launch[launch.index("--", 1) + 1 :]
+        assert "--with-bfcl" in launch and f"trainer.experiment_name={Path(folder).name}" in overrides
+        assert timed <= set(overrides)
+        tables = [c for c in commands if c[0] == "scripts/backbone_table.py"]
+        assert tables == [["scripts/backbone_table.py", folder]]
+        if run not in COMPOSED:
+            continue
+        config = launcher.compose(ROOT / launch[2], overrides)
+        assert config.trainer.n_gpus_per_node == 1 and config.trainer.total_training_steps in (1, 2)
+        if run == "3b-shaped":  # the recipe: moments on the GPU, a bf16 reference, the paper's batch
+            actor, ref = config.actor_rollout_ref.actor, config.actor_rollout_ref.ref
+            assert actor.fsdp_config.param_offload and not actor.fsdp_config.optimizer_offload
+            assert ref.fsdp_config.model_dtype == "bf16" and config.data.train_batch_size == 16
+            assert config.actor_rollout_ref.rollout.n == 8 and config.data.max_response_length == 1152
+        if run == "8b-lora":
+            assert config.actor_rollout_ref.model.lora_rank == 64
+            assert config.seal.rollout.protocol == "python_list" and config.data.max_prompt_length == 9216
+
+
+def test_build_copies_the_weightless_folder_then_adds_random_weights(tmp_path):
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "config.json").write_text("{}")
+    done, commands = run_script(tmp_path, "build", str(source), "qwen2.5-3b")
+    assert done.returncode == 0, done.stderr
+    target = tmp_path / "models" / "qwen2.5-3b"
+    assert (target / "config.json").is_file()
+    assert commands == [["scripts/make_smoke_model.py", "qwen2.5-3b", str(target), "--weights", "random"]]
+    done, commands = run_script(tmp_path / "bad", "build", str(tmp_path / "nothing"), "qwen2.5-3b")
+    assert done.returncode == 2 and "has no config.json" in done.stderr and commands == []
+
+
+def test_bad_modes_and_runs_are_refused_before_anything_runs(tmp_path):
+    done, commands = run_script(tmp_path / "a", "start", "13b")
+    assert done.returncode == 2 and "no run '13b'" in done.stderr and commands == []
+    done, commands = run_script(tmp_path / "b", "fly")
+    assert done.returncode == 2 and "unknown mode 'fly'" in done.stderr
+    done, _ = run_script(tmp_path / "c", "wait")
+    assert done.returncode == 2 and "nothing was started" in done.stderr
+    done, _ = run_script(tmp_path / "d", "--help")
+    assert done.returncode == 0 and "3b-shaped" in done.stdout
+
+
+def test_wait_says_a_run_still_going_and_gives_back_control(tmp_path):
+    work = tmp_path / "work"
+    (work / "experiments").mkdir(parents=True)
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        (work / "experiments" / ".backbone_run.pid").write_text(str(sleeper.pid))
+        (work / "experiments" / ".backbone_run.name").write_text("3b")
+        (work / "experiments" / "backbone_3b.log").write_text("[sampler]    30 s: node 1.0 GiB\n")
+        started = time.monotonic()
+        done, _ = run_script(tmp_path, "wait", "1")
+        assert done.returncode == 3 and "3b still running after 1 s" in done.stdout
+        assert time.monotonic() - started < 25
+    finally:
+        sleeper.kill()

@@ -1,0 +1,190 @@
+"""`scripts/gpu_compare_arms.sh` as a command line: the SFT start once, then both arms of each seed together
+(CONCURRENT at a time), runs already trained skipped, a failed one named, the background driver, status, the
+comparison and the pack. A stand-in `PYTHON` records each launch (its start and end) in a copy of the script
+whose project is a temporary folder, and leaves `trained.json` where the launcher would; no GPU."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from seal.trainer.launch import command as launcher
+
+ROOT = Path(__file__).resolve().parents[1]
+SFT_MODEL = "/runs/sft_learn/huggingface"
+STAND_IN = f"""#!{sys.executable}
+import os, sys, time
+from pathlib import Path
+args = sys.argv[1:]
+record = Path(os.environ["RECORD"])
+sft_done = Path("experiments/sft_learn/done")
+if args[0] == "-c":  # the script's look-ups: the SFT model's folder, a run's step count
+    if "sft_model_path" in args[1]:
+        sys.exit(0 if sft_done.exists() and print("{SFT_MODEL}") is None else 1)
+    print(24 if Path(args[2], "trained.json").exists() else 0)
+    sys.exit(0)
+with record.open("a") as handle:
+    handle.write("start " + " ".join(args) + "\\n")
+name = next((a.split("=", 1)[1] for a in args if a.startswith("seed=")), None)
+if args[0] == "launcher.py" and "sft_learn" in args[2]:
+    sft_done.parent.mkdir(parents=True, exist_ok=True)
+    sft_done.touch()
+elif args[0] == "launcher.py":
+    run = Path("experiments", Path(args[2]).stem + "_s" + name)
+    time.sleep(0.3)
+    (run / "metrics").mkdir(parents=True, exist_ok=True)
+    if run.name == os.environ.get("FAIL_RUN"):
+        sys.exit(1)
+    (run / "trained.json").write_text("{{}}")
+    (run / "checkpoints").mkdir(exist_ok=True)
+    (run / "checkpoints" / "big.pt").write_text("weights")
+with record.open("a") as handle:
+    handle.write("end " + " ".join(args) + "\\n")
+"""
+
+
+def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A copy of the script in a temporary project, the stand-in's record file and the environment."""
+    work = tmp_path / "work"
+    (work / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "gpu_compare_arms.sh", work / "scripts")
+    python = tmp_path / "python"
+    python.write_text(STAND_IN)
+    python.chmod(0o755)
+    record = tmp_path / "commands.txt"
+    return work, record, {**os.environ, "PYTHON": str(python), "RECORD": str(record)}
+
+
+def script(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    command = ["bash", str(work / "scripts" / "gpu_compare_arms.sh"), *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+
+def events(record: Path) -> list[tuple[str, list[str]]]:
+    return [(line.split()[0], line.split()[1:]) for line in record.read_text().splitlines()]
+
+
+def name_of(command: list[str]) -> str:
+    seed = next(a for a in command if a.startswith("seed=")).split("=")[1]
+    return f"{Path(command[2]).stem}_s{seed}"
+
+
+def test_the_sft_start_then_each_seed_s_two_arms_together_then_the_comparison(tmp_path):
+    work, record, env = project(tmp_path)
+    done = script(work, env, "run", "/models/m", "1", "2")
+    assert done.returncode == 0, done.stderr
+    trace = events(record)
+    launches = [command for what, command in trace if what == "start" and command[0] == "launcher.py"]
+    assert launches[0] == ["launcher.py", "--conf", "exp/sft_learn.yaml", "--", "model.path=/models/m"]
+    runs = launches[1:]
+    assert [name_of(c) for c in runs] == [
+        "learn_seal_s1",
+        "learn_vanilla_s1",
+        "learn_seal_s2",
+        "learn_vanilla_s2",
+    ]
+    for command in runs:
+        overrides = command[command.index("--") + 1 :]
+        assert command[3] == "--with-bfcl" and f"actor_rollout_ref.model.path={SFT_MODEL}" in overrides
+        assert "actor_rollout_ref.rollout.gpu_memory_utilization=0.30" in overrides
+    for command in runs[:2]:  # one launch per arm composes: its keys exist and its values fit
+        launcher.compose(ROOT / command[2], command[command.index("--") + 1 :])
+    running, most = set(), 0
+    for what, command in trace:
+        if command[0] == "launcher.py" and "sft_learn" not in command[2]:
+            (running.add if what == "start" else running.discard)(name_of(command))
+            most = max(most, len(running))
+    assert most == 2  # CONCURRENT=2: one seed's arms side by side, never more
+    starts = [
+        name_of(c)
+        for what, c in trace
+        if what == "start" and c[0] == "launcher.py" and "seed=" in " ".join(c)
+    ]
+    ends = [
+        name_of(c) for what, c in trace if what == "end" and c[0] == "launcher.py" and "seed=" in " ".join(c)
+    ]
+    assert set(starts[:2]) == {"learn_seal_s1", "learn_vanilla_s1"} and ends.index("learn_seal_s1") < 3
+    compare = [c for what, c in trace if what == "start" and c[0] == "scripts/compare_runs.py"][-1]
+    assert sorted(compare[1:5]) == sorted(f"experiments/{n}" for n in map(name_of, runs))
+    assert compare[5:] == ["--out", "experiments/comparison"]
+
+
+def test_a_second_call_skips_what_is_done_and_a_failed_run_is_named(tmp_path):
+    work, record, env = project(tmp_path)
+    assert script(work, env, "run", "/models/m", "1").returncode == 0
+    record.unlink()
+    failed = script(work, {**env, "FAIL_RUN": "learn_vanilla_s2"}, "run", "/models/m", "1", "2")
+    assert failed.returncode == 1 and "learn_vanilla_s2: not done" in failed.stderr
+    launched = [name_of(c) for what, c in events(record) if what == "start" and c[0] == "launcher.py"]
+    assert launched == ["learn_seal_s2", "learn_vanilla_s2"]  # no second SFT, no second seed 1
+    assert "learn_seal_s1: done already" in failed.stdout
+    status = script(work, env, "status").stdout.splitlines()
+    assert "learn_seal_s2: done (24 steps)" in status
+    assert "learn_vanilla_s2: failed, exit 1 (experiments/arms/learn_vanilla_s2.log)" in status
+
+
+@pytest.mark.parametrize(("concurrent", "share"), [("3", "0.23"), ("4", "0.16"), ("6", "0.08")])
+def test_the_memory_share_is_sized_for_the_runs_at_once(tmp_path, concurrent, share):
+    work, record, env = project(tmp_path)
+    assert script(work, {**env, "CONCURRENT": concurrent}, "run", "/models/m", "7").returncode == 0
+    runs = [c for what, c in events(record) if what == "start" and "seed=7" in c]
+    assert (
+        all(f"actor_rollout_ref.rollout.gpu_memory_utilization={share}" in c for c in runs) and len(runs) == 2
+    )
+
+
+def test_start_returns_at_once_and_the_driver_goes_on_in_its_own_session(tmp_path):
+    work, _, env = project(tmp_path)
+    began = time.monotonic()
+    started = script(work, env, "start", "/models/m", "3")
+    assert started.returncode == 0 and time.monotonic() - began < 5
+    pid_file = work / "experiments" / "arms" / "driver.pid"
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    assert os.getsid(pid) == pid  # setsid: the lent machine's end of a call does not end it
+    while (work / "experiments" / "learn_vanilla_s3" / "trained.json").exists() is False:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    while subprocess.run(["kill", "-0", str(pid)], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert "learn_vanilla_s3: started" in (work / "experiments" / "arms" / "driver.log").read_text()
+    assert script(work, env, "status").stdout.splitlines()[:3] == [
+        "driver: not running (start again to resume)",
+        "learn_seal_s3: done (24 steps)",
+        "learn_vanilla_s3: done (24 steps)",
+    ]
+
+
+def test_pack_holds_the_results_without_checkpoints(tmp_path):
+    work, _, env = project(tmp_path)
+    assert script(work, env, "run", "/models/m", "1").returncode == 0
+    (work / "launcher_record" / "learn_seal_s1" / "t").mkdir(parents=True)
+    (work / "launcher_record" / "learn_seal_s1" / "t" / "config.yaml").write_text("seed: 1\n")
+    packed = script(work, env, "pack", str(tmp_path / "results.tar.gz"))
+    assert packed.returncode == 0, packed.stderr
+    with tarfile.open(tmp_path / "results.tar.gz") as archive:
+        names = archive.getnames()
+    assert "launcher_record/learn_seal_s1/t/config.yaml" in names
+    assert "experiments/learn_seal_s1/trained.json" in names and "experiments/arms/learn_seal_s1.log" in names
+    assert not [name for name in names if "checkpoints" in name]
+
+
+def test_bad_calls_are_refused_with_their_usage(tmp_path):
+    work, record, env = project(tmp_path)
+    assert script(work, env, "start").returncode == 2
+    assert "no mode 'train'" in script(work, env, "train").stderr
+    assert (
+        script(work, env, "status").stdout.strip()
+        == "nothing started yet (experiments/arms/seeds is missing)"
+    )
+    assert not record.exists()

@@ -1,0 +1,169 @@
+"""Hostile tool-call values (scripts/hostile_probes.py) on every backend: in-process, HTTP and Ray actors.
+
+Whatever the model writes is a scored action: each probe gets the environment's error observation (or
+runs, where the value is legitimately executable) and the episode scores 0 — never a 5xx, an env_error
+or an exception — with the same answers on every backend, and the HTTP connection that carried them
+keeps serving.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import ray
+
+from seal.dataset import TRAIN_AGENT
+from seal.env.client import EnvClient, HttpEnvClient, InProcessEnvClient
+from seal.env.ray_actors import RayEnvClient, start_env_actors
+from seal.env.store import EpisodeStore, StoreSettings
+from seal.protocol.base import ERROR_PREFIX
+from tests.support.rollout_helpers import TASKS, model_folder, row
+from tests.support.script_module import load_script
+from tests.support.service_thread import service_in_thread
+from tests.trainer.rl.test_agent_loop import fields, generate
+
+hostile = load_script("hostile_probes")
+REFERENCE = InProcessEnvClient(EpisodeStore())
+CASES = [
+    (backend, probe, mode)
+    for backend in hostile.BACKENDS
+    for probe in hostile.PROBES
+    for mode in (hostile.MODES if backend == "inprocess" else ("train",))
+]
+"""Modes change only the episode (hints in train), so both run in-process; the transports run train."""
+_REFERENCES: dict[tuple[int, str], Any] = {}
+
+
+def case_id(case: tuple[str, Any, str]) -> str:
+    backend, probe, mode = case
+    return f"{backend}-{probe.protocol}-{probe.name.replace(' ', '_')}-{mode}"
+
+
+async def reference(probe: Any, mode: str) -> Any:
+    """The in-process answer to a probe, played once per test process."""
+    key = (hostile.PROBES.index(probe), mode)
+    if key not in _REFERENCES:
+        _REFERENCES[key] = await hostile.play(REFERENCE, probe, mode)
+    return _REFERENCES[key]
+
+
+@pytest.fixture(scope="module")
+def service_url() -> Iterator[str]:
+    with service_in_thread(log_level="error") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def env_actors(transfer_queue: None) -> Iterator[None]:
+    """One environment actor on the session's local Ray, stopped with its fleet after the module."""
+    placement = start_env_actors(StoreSettings(), per_node=1)
+    yield
+    ray.kill(placement.fleet, no_restart=True)
+
+
+@pytest.fixture
+async def client(request: pytest.FixtureRequest) -> AsyncIterator[EnvClient]:
+    """The client of the backend named by the test's parameter."""
+    if request.param == "inprocess":
+        yield InProcessEnvClient(REFERENCE.store)
+    elif request.param == "http":
+        async with HttpEnvClient(request.getfixturevalue("service_url")) as http_client:
+            yield http_client
+    else:
+        request.getfixturevalue("env_actors")
+        yield RayEnvClient(timeout=30)
+
+
+@pytest.mark.parametrize(
+    ("client", "probe", "mode"),
+    [pytest.param(*case, id=case_id(case)) for case in CASES],
+    indirect=["client"],
+)
+async def test_a_hostile_value_is_a_scored_action_with_the_same_answer_on_every_backend(client, probe, mode):
+    outcome = await hostile.play(client, probe, mode)
+    assert outcome.problem() == ""
+    expected = await reference(probe, mode)
+    assert (outcome.step, outcome.result) == (expected.step, expected.result)
+
+
+async def test_the_table_counts_failures_and_answers_unlike_in_process():
+    assert {probe.protocol for probe in hostile.PROBES} == {"qwen_fc", "llama3_json", "python_list"}
+    reference = await hostile.play(REFERENCE, hostile.PROBES[0], "eval")
+    failed = hostile.Outcome(hostile.PROBES[0], "eval", failure="5xx", detail="500: boom")
+    assert failed.problem() == "5xx: 500: boom"
+    rows = hostile.table({"inprocess": [reference], "http": [failed]}).splitlines()
+    assert rows[2:] == ["| inprocess | 1 | 1 | 0 | 0 | 0 | 0 |", "| http | 1 | 0 | 1 | 0 | 0 | 1 |"]
+
+
+def test_the_probes_leave_the_keep_alive_connection_serving(service_url):
+    """Every probe on one connection, its text sent as it is: no answer closes the connection, and only a body
+    no SEAL client sends (a lone surrogate escaped in the action; they send U+FFFD) is refused, with a 422."""
+    served, statuses = hostile.keep_alive_probes(service_url)
+    assert served == 3 * len(hostile.PROBES)
+    assert statuses == [422 if probe.raw_surrogate else 200 for probe in hostile.PROBES]
+    assert statuses.count(422) == 2
+
+
+def test_a_500_tells_the_client_to_close_the_connection(service_url, monkeypatch):
+    def broken(*_: Any) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(EpisodeStore, "health", broken)
+    parts = urlsplit(service_url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    connection.request("GET", "/healthz")
+    response = connection.getresponse()
+    assert response.status == 500 and json.loads(response.read()) == {
+        "detail": "internal error: RuntimeError"
+    }
+    assert response.getheader("connection") == "close"
+    monkeypatch.undo()
+    connection.request("GET", "/healthz")  # http.client opens a new connection, as told
+    assert connection.getresponse().status == 200
+
+
+AGENT_REPLIES = {
+    TASKS[0]: '<tool_call>\n{"name": "ls", "arguments": {"a": 99999999999999999999}}\n</tool_call>',
+    TASKS[1]: '<tool_call>\n{"name": "ls\\ud800", "arguments": {}}\n</tool_call>',
+    TASKS[2]: '<tool_call>\n{"name": "cd", "arguments": {"folder": "\\udfff"}}\n</tool_call>',
+    TASKS[3]: '<tool_call>\n{"name": "ls", "arguments": {"\\ud800": true}}\n</tool_call>',
+}
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return model_folder(tmp_path_factory.mktemp("chatml"))
+
+
+@pytest.mark.parametrize("backend", hostile.BACKENDS)
+async def test_a_hostile_reply_in_the_agent_loop_is_scored_zero_not_an_env_error(
+    backend, folder, request, tmp_path
+):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    settings: dict[str, Any] = {"env_backend": "http" if backend == "http" else backend}
+    if backend == "http":
+        settings["env_url"] = request.getfixturevalue("service_url")
+    elif backend == "ray":
+        request.getfixturevalue("env_actors")
+    plans = {(task_id, "train"): [reply, "Done."] for task_id, reply in AGENT_REPLIES.items()}
+    rows = [row(task_id, TRAIN_AGENT, i) for i, task_id in enumerate(AGENT_REPLIES)]
+    batch, _ = await generate(folder, tokenizer, plans, rows, trace_dir=str(tmp_path), **settings)
+    for i in range(len(rows)):
+        got = fields(batch, i)
+        assert (got.reward, got.env_error, got.truncated) == (0.0, "", False)
+        assert got.trained_tokens > 0 and got.actions[0] == AGENT_REPLIES[got.task_id]
+    traces = [
+        json.loads(line)
+        for path in tmp_path.glob("trajectories.*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    assert len(traces) == len(rows)
+    assert all(trace["observations"][0][0]["content"].startswith(ERROR_PREFIX) for trace in traces)

@@ -1,0 +1,66 @@
+"""The memory arithmetic of seal/backbones/memory.py and scripts/memory_plan.py: FSDP's units, the pinned
+allocator's rounding, where verl 0.9.1 keeps each copy, and the scenarios' verdicts."""
+
+from __future__ import annotations
+
+from seal.backbones.catalog import BACKBONES
+from seal.backbones.memory import GIB, Placement, fsdp_units, lora_parameters, pinned_gib, plan
+from tests.support.script_module import load_script
+
+memory_plan = load_script("memory_plan")
+QWEN3B = BACKBONES["qwen2.5-3b"].config
+
+
+def test_a_3b_decoder_layer_is_a_308_mb_unit_that_pins_into_512_mib():
+    units = fsdp_units(QWEN3B)
+    assert (
+        units[:-1] == [77_076_992] * 36 and units[-1] == 151_936 * 2048 + 2048
+    )  # tied: one vocabulary matrix
+    assert sum(units) == BACKBONES["qwen2.5-3b"].parameters
+    assert pinned_gib([units[0] * 4], rounding=True) == 0.5
+    assert pinned_gib([n * 4 for n in units], rounding=True) == (36 * 2**29 + 2**31) / GIB == 20.0
+    assert round(pinned_gib([n * 4 for n in units], rounding=False), 2) == 11.50
+
+
+def test_the_killed_run_holds_five_rounded_fp32_copies_on_the_host_and_the_recipe_two_smaller():
+    offload_all = plan(QWEN3B, Placement(param_offload=True, optimizer_offload=True))
+    assert offload_all.host_parts["pinned actor weights"] == 20.0
+    assert offload_all.host_parts["pinned AdamW moments"] == 40.0
+    assert offload_all.host_parts["pinned reference + grad buffer"] == 40.0
+    assert offload_all.host_node_gib > offload_all.host_limit_gib and not offload_all.fits
+    recipe = plan(QWEN3B, Placement(param_offload=True, ref_bytes=2))
+    assert "pinned AdamW moments" not in recipe.host_parts and recipe.fits
+    assert recipe.host_parts["pinned reference + grad buffer"] == 20.0
+    assert recipe.generate_gib > offload_all.generate_gib  # the moments stay on the GPU while vLLM runs
+    unrounded = plan(QWEN3B, Placement(param_offload=True, optimizer_offload=True, pinned_rounding=False))
+    assert unrounded.fits  # without the rounding the killed run would have fitted
+
+
+def test_offload_does_not_lower_the_update_phase_and_sharding_does():
+    one = plan(QWEN3B, Placement())
+    assert plan(QWEN3B, Placement(param_offload=True, optimizer_offload=True)).update_gib == one.update_gib
+    four = plan(QWEN3B, Placement(gpus=4))
+    assert four.parts["AdamW moments"] == one.parts["AdamW moments"] / 4
+
+
+def test_lora_trains_a_small_share_and_has_no_reference_model():
+    config = BACKBONES["qwen2.5-7b"].config
+    assert lora_parameters(config, 64) == 64 * 28 * (
+        2 * (3584 + 3584) + 2 * (3584 + 512) + 3 * (3584 + 18944)
+    )
+    full, lora = plan(config, Placement(ref_bytes=4)), plan(config, Placement(lora_rank=64))
+    assert lora.parts["AdamW moments"] < full.parts["AdamW moments"] / 40
+    assert "pinned reference + grad buffer" not in lora.host_parts
+
+
+def test_the_scenarios_table_and_one_scenarios_terms(capsys):
+    assert memory_plan.main(["--markdown"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert len(table) == 2 + len(memory_plan.SCENARIOS)
+    verdicts = {line.split("|")[1].strip(): line.split("|")[-2].strip() for line in table[2:]}
+    assert verdicts["3b-1gpu-offload-all"] == "no: host" and verdicts["3b-1gpu"] == "yes"
+    assert verdicts["8b-1h200-full"] == "no: GPU" and verdicts["7b-1h200-lora"] == "yes"
+    assert memory_plan.main(["--parts", "3b-1gpu"]) == 0
+    assert "exp/SEAL_3B_1gpu.yaml" in capsys.readouterr().out
+    assert memory_plan.main(["--parts", "nope"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
