@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from seal.run_comparison import read_steps
+from seal.reports.compare import read_steps
 
 PHASES = {
     "step s": "timing_s/step",

@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from seal.run_comparison import ComparisonError, compare
+from seal.reports.compare import ComparisonError, compare
 
 
 def main(argv: Sequence[str] | None = None) -> int:

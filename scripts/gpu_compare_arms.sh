@@ -83,7 +83,7 @@ status() {  # one line per run of the seeds asked last: done / failed / running 
     || echo "driver: not running (start again to resume)"
   for name in $(runs_of $(cat "$state/seeds")); do
     local step
-    step=$("$py" -c 'import sys; from pathlib import Path; from seal.run_comparison import read_steps
+    step=$("$py" -c 'import sys; from pathlib import Path; from seal.reports.compare import read_steps
 print(len(read_steps(Path(sys.argv[1]))))' "experiments/$name" 2>/dev/null || echo 0)
     if [ -f "experiments/$name/trained.json" ]; then echo "$name: done ($step steps)"
     elif [ -f "$state/$name.exit" ]; then echo "$name: failed, exit $(cat "$state/$name.exit") ($state/$name.log)"

@@ -3,8 +3,8 @@
 `QWEN25_TEMPLATE` is Qwen2.5-Instruct's released template: ChatML turns, a default system message, tools
 as JSON lines inside `<tools></tools>` in the system turn, an assistant's tool calls as `<tool_call>` JSON
 blocks, and consecutive tool results as `<tool_response>` blocks inside one user turn. SEAL's `qwen_fc`
-protocol writes that same text into plain system, assistant and user messages (tests/test_backbones.py
-renders both).
+protocol writes that same text into plain system, assistant and user messages
+(tests/backbones/test_backbones.py renders both).
 
 `LLAMA3_TEMPLATE` is the Llama-3 header format ToolACE-2 is evaluated with: `<|begin_of_text|>` once, then
 `<|start_header_id|>{role}<|end_header_id|>\\n\\n{content, stripped}<|eot_id|>` per message, then the

@@ -3,13 +3,15 @@
     seal report experiments/SEAL                        # val and test pass rates per category, Avg, charts
     seal report experiments/SEAL --sft experiments/sft_eval   # with validation-only launches beside it
     seal report experiments/SEAL experiments/vanilla --steps  # per step: timings, reward, A-Patch, ρ, Ω
+    seal report --ood base=runs/ood/base seal=runs/ood/seal    # the paper's Table 2 from OOD evaluations
 
 Without --steps: per run, the val pass rate of every validated step and the test pass rate of the tested
 checkpoints (Avg is their mean, as in the paper), written with curves and label shares into --out
 (`seal.reports.runs`; `scripts/stats_validation_bfcl.py --run RUN` is the same view). With --steps: verl's
 and SEAL's numbers per training step from the metrics files, two runs side by side (`seal.reports.steps`;
-`scripts/step_table.py` is the same view). Exit status: 0 done, 1 a run folder cannot be read, 2 bad
-arguments.
+`scripts/step_table.py` is the same view). With --ood NAME=DIR: models' `seal eval --suite` folders side by
+side in the shape of the paper's Table 2 (`seal.reports.table2`; --out also writes table2.md and
+table2.json). Exit status: 0 done, 1 a folder cannot be read, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -29,13 +31,19 @@ def make_parser(subparsers: Any = None) -> argparse.ArgumentParser:
     """The parser of `seal report`, standalone or as a sub-command of `seal` (`subparsers`)."""
     parser = command_parser(subparsers, "report", prog=PROG, help=HELP, description=__doc__)
     parser.add_argument(
-        "runs", nargs="+", type=Path, metavar="RUN", help="run folder(s), e.g. experiments/SEAL; at most two"
+        "runs", nargs="*", type=Path, metavar="RUN", help="run folder(s), e.g. experiments/SEAL; at most two"
     )
     parser.add_argument("--steps", action="store_true", help="the per-step table instead of the pass rates")
     parser.add_argument(
         "--out",
         type=Path,
         help="where the pass-rate CSVs and charts go (default: RUN/stats; two runs: OUT/<name>)",
+    )
+    parser.add_argument(
+        "--ood",
+        nargs="+",
+        metavar="NAME=DIR",
+        help="instead of runs: Table 2 from each model's seal eval OOD folders, e.g. base=DIR seal=DIR",
     )
     parser.add_argument(
         "--sft",
@@ -51,12 +59,18 @@ def make_parser(subparsers: Any = None) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """Print (and, for pass rates, write) the report of `args.runs`."""
+    if bool(args.runs) == bool(args.ood):
+        args.parser.error("give one run or two (RUN [RUN2]), or --ood NAME=DIR ...")
     if len(args.runs) > 2:
         args.parser.error("give one run, or two to compare")
     if args.steps and (args.out is not None or args.sft):
         args.parser.error("--out and --sft belong to the pass-rate report, not to --steps")
     try:
-        if args.steps:
+        if args.ood:
+            from seal.reports import table2
+
+            print(table2.report(table2.parse_models(args.ood), args.out), end="")
+        elif args.steps:
             from seal.reports.steps import print_steps
 
             print_steps(args.runs)

@@ -22,7 +22,7 @@ One pass can hold several splits (README, "SFT warm start"):
         'data.val_files=[data/bfcl_val.parquet,data/bfcl_test.parquet]'
 
 --ood NAME=DIR [NAME=DIR ...] instead puts models' out-of-distribution evaluations side by side in the
-shape of the paper's Table 2, with the paper's Qwen2.5-7B rows for reference (seal/evaluation/table2.py);
+shape of the paper's Table 2, with the paper's Qwen2.5-7B rows for reference (seal/reports/table2.py);
 each DIR holds the `seal eval --suite bfcl_v4_memory|bfcl_v4_web_search|tau2` output folders of one model
 (or is one); --out also writes OUT/table2.md and OUT/table2.json:
     python scripts/stats_validation_bfcl.py --ood base=runs/ood/base vanilla=runs/ood/rl seal=runs/ood/seal
@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from seal.bfcl.tasks import CATEGORIES, SPLITS, split_ids
-from seal.evaluation import table2
 from seal.jsonl import JsonLinesError, json_objects
+from seal.reports import table2
 from seal.reports.pass_rate import SplitScore, score_rows
 from seal.reports.tables import SHORT_NAMES, colour_of, label_order, legend_as_stacked
 from seal.tocf.labels import EXCLUDED

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from seal.run_comparison import read_steps
+from seal.reports.compare import read_steps
 
 COLUMNS = {
     "step s": "timing_s/step",

@@ -85,7 +85,7 @@ def validate_experiment(config: DictConfig, check_data: bool = True) -> SealSett
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
 
-    from seal.trainer.launch_checks import LaunchCheckError, check_launch_config, check_verl_batches
+    from seal.trainer.launch.checks import LaunchCheckError, check_launch_config, check_verl_batches
 
     try:
         settings = settings_from_config(config)

@@ -139,12 +139,12 @@ def refusal_of(exc: BaseException) -> tuple[str, int] | None:
         return str(exc), exc.status
     from seal.env.process import ServiceStartError
     from seal.trainer.experiment import ExperimentError
-    from seal.trainer.experiment_keys import ExperimentKeyError
+    from seal.trainer.launch.checks import LaunchCheckError
+    from seal.trainer.launch.experiment_keys import ExperimentKeyError
     from seal.trainer.launch.kernel import AttentionError
     from seal.trainer.launch.override_keys import OverrideKeyError
     from seal.trainer.launch.override_types import OverrideTypeError
     from seal.trainer.launch.sft import SFTRunError
-    from seal.trainer.launch_checks import LaunchCheckError
     from seal.trainer.preflight import PreflightError
     from seal.trainer.rl.env_failures import env_service_failure_in
     from seal.trainer.sft.data import SFTDataError
@@ -180,14 +180,14 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     """Compose, resolve the attention kernel and build the settings once, check the data, bring up the
     environment and preflight it, print the plan; unless a dry run: record, train, test."""
     from seal.trainer.experiment import validate_experiment
+    from seal.trainer.launch.checks import check_model_path, check_test_protocol
     from seal.trainer.launch.environment import environment, preflight, service_row
     from seal.trainer.launch.holdout import TEST_FILE
     from seal.trainer.launch.kernel import configure_attention
     from seal.trainer.launch.plan import format_plan, plan_rows
     from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
-    from seal.trainer.launch_checks import check_model_path, check_test_protocol
+    from seal.trainer.launch.service_omega import omega_start
     from seal.trainer.preflight import check_data, data_files
-    from seal.trainer.service_omega import omega_start
     from seal.trainer.sft_settings import is_sft
 
     config = compose(args.conf, args.overrides)
@@ -290,7 +290,7 @@ def compose(conf: Path, overrides: Sequence[str]) -> DictConfig:
     """The experiment with its overrides, each override's type checked against the value it replaces
     and its key against the keys something reads."""
     from seal.trainer.experiment import compose_experiment
-    from seal.trainer.experiment_keys import check_experiment_keys
+    from seal.trainer.launch.experiment_keys import check_experiment_keys
     from seal.trainer.launch.override_keys import check_override_keys
     from seal.trainer.launch.override_types import check_override_types
 

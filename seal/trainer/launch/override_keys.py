@@ -11,7 +11,7 @@ fine. A new key (`+key`, `++key`) is accepted only where something reads it:
 `seal:` is `SealSettings` (seal/trainer/settings.py), whose fields are all in the composed config.
 An override without a key (`=5`) is refused, and so is a deletion (`~key`) of a key something reads:
 only an entry of a map that reads any key may be deleted. `key_problem` says the same of a key an
-experiment file sets (seal/trainer/experiment_keys.py).
+experiment file sets (seal/trainer/launch/experiment_keys.py).
 """
 
 from __future__ import annotations

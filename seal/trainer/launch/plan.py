@@ -13,7 +13,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from seal.trainer.launch.kernel import FLASH_ATTENTION, AttentionChoice
-from seal.trainer.run_length import run_length
+from seal.trainer.launch.run_length import run_length
 from seal.trainer.settings import SealSettings
 
 PLAN_WIDTH = 100
@@ -37,7 +37,7 @@ def plan_rows(
 ) -> list[tuple[str, str, str]]:
     """(what, value, config keys) for every key value of the run; `attention` is the kernel the launch
     resolved, `service` says which environment service the run uses (the launcher knows whether it started
-    one), `omega_start` which Ω the first step trains under (seal/trainer/service_omega.py)."""
+    one), `omega_start` which Ω the first step trains under (seal/trainer/launch/service_omega.py)."""
     actor, rollout = config.actor_rollout_ref.actor, config.actor_rollout_ref.rollout
     trainer, data = config.trainer, config.data
     gpus = trainer.nnodes * trainer.n_gpus_per_node

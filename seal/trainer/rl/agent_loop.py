@@ -40,8 +40,8 @@ from seal.env.context_limits import ContextLimits, Decode, Encode, tokenizer_cod
 from seal.env.driver import Driven, Reply, drive
 from seal.env.episode import MODES
 from seal.trainer.rl.trajectory import TrajectoryFields
+from seal.trainer.rl.turn_boundaries import exact_builder
 from seal.trainer.rollout_settings import RolloutSettings
-from seal.trainer.turn_boundaries import exact_builder
 
 LOG = logging.getLogger(__name__)
 CHATML_END = "<|im_end|>"

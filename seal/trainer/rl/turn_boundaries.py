@@ -4,9 +4,9 @@ verl 0.9.1 picks the builder from `config.json`'s `model_type` only: `qwen2` get
 puts back the newline ChatML writes after a sampled `<|im_end|>`; every type without an entry (`llama`
 among them) gets the generic builder, which appends context right after the sampled end-of-turn token.
 That is exact when the template writes nothing after its end-of-turn token (Llama-3's `<|eot_id|>`:
-tests/test_backbone_agent_loop.py) and wrong otherwise: a ChatML template on a `llama` model (SmolLM2)
-needs the Qwen builder, and any other template with a separator would silently train on tokens no full
-rendering has, so it is refused.
+tests/trainer/rl/test_backbone_agent_loop.py) and wrong otherwise: a ChatML template on a `llama` model
+(SmolLM2) needs the Qwen builder, and any other template with a separator would silently train on tokens no
+full rendering has, so it is refused.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ verl's own checks are not enough: `validate_config` skips its batch checks under
 micro-batches; and neither verl nor Hydra checks ranges (`data.train_batch_size=-3` used to plan "-134
 steps per epoch", `0` to divide by zero). The checks here are what SEAL adds: ranges, the batch against
 the train rows, the mini-batch and the GPUs, a run length that `trainer.total_epochs` would cut short
-(seal/trainer/run_length.py), A-Patch weights of labels the taxonomy never emits, a model path that is
+(seal/trainer/launch/run_length.py), A-Patch weights of labels the taxonomy never emits, a model path that is
 neither a model folder nor a Hub id, and, for `--test`, checkpoints without val results.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from seal.tocf.labels import DEFAULT_RHO, EXCLUDED, PAPER_LABELS, REFERENCE_LABELS
-from seal.trainer.run_length import run_length
+from seal.trainer.launch.run_length import run_length
 from seal.trainer.settings import SealSettings
 
 TAXONOMY_LABELS = {"reference": REFERENCE_LABELS, "paper": PAPER_LABELS}

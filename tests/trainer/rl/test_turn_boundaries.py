@@ -11,7 +11,7 @@ from verl.utils.tokenizer.continuous_token_wiring import create_continuous_token
 
 from seal.backbones.templates import LLAMA3_TEMPLATE
 from seal.trainer.rl.agent_loop import uses_chatml
-from seal.trainer.turn_boundaries import exact_builder
+from seal.trainer.rl.turn_boundaries import exact_builder
 from tests.support.chatml import CHATML_TEMPLATE, chatml_tokenizer
 
 CORPUS = ["user assistant system hello there <|start_header_id|> <|end_header_id|> <s> </s>"] * 4

@@ -1,4 +1,4 @@
-"""scripts/compare_runs.py (seal/run_comparison.py) on six run folders shaped as launches leave them: the
+"""scripts/compare_runs.py (seal/reports/compare.py) on six run folders shaped as launches leave them: the
 learning recipe's two arms x three seeds, arm and seed read from the launch records."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from seal.run_comparison import ComparisonError, compare, read_run
+from seal.reports.compare import ComparisonError, compare, read_run
 from tests.support.run_folders import GROUP, write_dump, write_launch, write_training
 from tests.support.script_module import load_script
 

@@ -27,13 +27,13 @@ from seal.env.process import running_service
 from seal.tocf import FailureProfile
 from seal.tocf.labels import ARGUMENT_MISMATCH, RESPONSE_MISMATCH, STATE_MISMATCH
 from seal.trainer import experiment
-from seal.trainer.experiment_keys import check_experiment_keys
 from seal.trainer.launch import command as launcher
-from seal.trainer.launch_checks import check_verl_batches
-from seal.trainer.run_length import RunLength
+from seal.trainer.launch.checks import check_verl_batches
+from seal.trainer.launch.experiment_keys import check_experiment_keys
+from seal.trainer.launch.run_length import RunLength
 from tests.trainer.launch.test_launcher import plan_values
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SEAL = str(ROOT / "exp" / "SEAL.yaml")
 FULL_LOOP = str(ROOT / "exp" / "SEAL_full_loop.yaml")
 REAL_COMPOSE = experiment.compose_experiment
@@ -189,7 +189,7 @@ def test_verl_s_batch_checks_run_whatever_the_micro_batching(
     overrides, says, packed, composed_once, monkeypatch
 ):
     """SEAL's own checks refuse these first; without them, verl's still do, packed or not."""
-    monkeypatch.setattr("seal.trainer.launch_checks.check_launch_config", lambda *args: None)
+    monkeypatch.setattr("seal.trainer.launch.checks.check_launch_config", lambda *args: None)
     config = experiment.compose_experiment(SEAL)
     for key, value in {**overrides, "actor_rollout_ref.actor.use_dynamic_bsz": packed}.items():
         OmegaConf.update(config, key, value)

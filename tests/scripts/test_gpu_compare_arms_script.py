@@ -17,7 +17,7 @@ import pytest
 
 from seal.trainer.launch import command as launcher
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SFT_MODEL = "/runs/sft_learn/huggingface"
 STAND_IN = f"""#!{sys.executable}
 import os, sys, time

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from tests.support.ood_endpoint import ScriptedServer
 from tests.support.scripted_endpoint import serve
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STAND_IN = """#!/bin/sh
 echo "$@" >> "$RECORD"
 case "$*" in *vllm.entrypoints*) exec sleep 30 ;; esac

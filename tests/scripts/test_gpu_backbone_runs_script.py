@@ -15,7 +15,7 @@ from pathlib import Path
 from seal.trainer.launch import command as launcher
 from tests.support.script_module import load_script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sampler = load_script("resource_sampler")
 backbone_table = load_script("backbone_table")
 RUNS = ("3b", "3b-shaped", "3b-offload-all", "7b-lora", "8b-lora", "7b-full")

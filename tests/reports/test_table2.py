@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from seal.evaluation import table2
+from seal.reports import table2
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STATS = str(ROOT / "scripts" / "stats_validation_bfcl.py")
 
 
@@ -121,3 +121,19 @@ def test_the_stats_script_prints_table_2_and_writes_it(tmp_path):
         cwd=ROOT,
     )
     assert missing.returncode == 1 and missing.stderr.strip().endswith("is not a folder")
+
+
+def test_seal_report_ood_is_the_same_table_as_the_script(tmp_path, capsys):
+    from seal.cli import main
+
+    model(tmp_path / "seal")
+    done = subprocess.run(
+        [sys.executable, STATS, "--ood", f"seal={tmp_path / 'seal'}"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert main(["report", "--ood", f"seal={tmp_path / 'seal'}"]) == 0
+    assert capsys.readouterr().out == done.stdout and "| seal | 12.00 | 4.00 | 20.00 |" in done.stdout
+    assert main(["report", "--ood", f"x={tmp_path / 'nope'}"]) == 1
+    assert capsys.readouterr().err.startswith("seal report: ")
