@@ -37,6 +37,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
 from seal.bfcl.tasks import CATEGORIES, GROUND_TRUTH_DEFECTS, SPLITS, load_tasks, split_ids  # noqa: E402
+from seal.reports.pass_rate import passed  # noqa: E402
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -94,7 +95,7 @@ def tally(played: Sequence[TrajectoryFields]) -> dict[str, dict[str, int]]:
         row["n"] += 1
         completed = fields.cut == "none" and not fields.truncated and not fields.env_error
         row["completed"] += completed
-        row["passed"] += completed and fields.reward == 1.0
+        row["passed"] += completed and passed(fields.reward)
         if fields.cut != "none":
             row[f"cut_{fields.cut}"] += 1
         row["trained_cut"] += fields.trained_cut

@@ -30,11 +30,12 @@ def passed(reward: float) -> bool:
 
 @dataclass(frozen=True)
 class PassRates:
-    """Per category (BFCL's order, then any other): its episodes and the share that passed; `mean` is their
-    unweighted mean, the paper's "Avg" (0.0 with no episode)."""
+    """Per category (BFCL's order, then any other): its episodes, how many passed and the share that passed;
+    `mean` is the shares' unweighted mean, the paper's "Avg" (0.0 with no episode)."""
 
     by_category: dict[str, float]
     counts: dict[str, int]
+    passed: dict[str, int]
     mean: float
 
     @property
@@ -50,7 +51,8 @@ def pass_rates(outcomes: Iterable[tuple[str, float]]) -> PassRates:
     ordered = sorted(passes, key=category_order)
     by_category = {c: sum(passes[c]) / len(passes[c]) for c in ordered}
     mean = sum(by_category.values()) / len(by_category) if by_category else 0.0
-    return PassRates(by_category, {c: len(passes[c]) for c in ordered}, mean)
+    counts = {c: len(passes[c]) for c in ordered}
+    return PassRates(by_category, counts, {c: sum(passes[c]) for c in ordered}, mean)
 
 
 def category_order(category: str) -> tuple[int, str]:

@@ -26,11 +26,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import seal.bfcl  # noqa: F401  (points BFCL_PROJECT_ROOT at a cache folder before bfcl_eval loads)
+from seal.env.episode import BFCL_STEP_LIMIT
 from seal.evaluation.runner import Played
 from seal.evaluation.suites.agentic import AgenticItem, Backend, converse, played, split_question
 from seal.evaluation.suites.common import Suite, SuiteRequest, SuiteRun, endpoint_errors
 from seal.evaluation.suites.extras import memory_missing, web_search_missing
 from seal.flags import comma_list, setting
+from seal.reports.pass_rate import pass_rates
 
 MEMORY_BACKENDS = ("kv", "vector", "rec_sum")
 BACKEND_NAMES = {"kv": "KV", "vector": "Vector", "rec_sum": "Rec. Sum"}
@@ -100,18 +102,21 @@ def rates(
 ) -> dict[str, Any]:
     """Accuracy (%) per category over the scored records, and their mean (the suite's Table 2 column)."""
     scored = [r for r in records if "reward" in r and "error" not in r]
-    per: dict[str, dict[str, Any]] = {}
-    for category in categories:
-        rows = [r for r in scored if r["category"] == category]
-        passed = sum(r["reward"] >= 1.0 for r in rows)
-        per[category] = {"n": len(rows), "passed": passed, "rate": 100 * passed / len(rows) if rows else None}
-    shown = [c["rate"] for c in per.values() if c["rate"] is not None]
+    found = pass_rates((r["category"], r["reward"]) for r in scored if r["category"] in categories)
+    per = {
+        category: {
+            "n": found.counts.get(category, 0),
+            "passed": found.passed.get(category, 0),
+            "rate": 100 * found.by_category[category] if category in found.by_category else None,
+        }
+        for category in categories
+    }
     return {
         "suite": suite,
         "metric": "accuracy (%)",
         "label": label,
         "categories": per,
-        "average": sum(shown) / len(shown) if shown else None,
+        "average": 100 * found.mean if found.by_category else None,
         "scored": len(scored),
         "truncated": sum(bool(r.get("truncated")) for r in scored),
         "endpoint_errors": endpoint_errors(records),
@@ -135,7 +140,7 @@ def rate_table(summary: dict[str, Any], names: dict[str, str]) -> str:
 class AgenticSuite(Suite):
     """A suite of bfcl-eval agentic entries."""
 
-    max_llm_calls: ClassVar[tuple[int, str]] = (20, STEP_LIMIT_HELP)
+    max_llm_calls: ClassVar[tuple[int, str]] = (BFCL_STEP_LIMIT, STEP_LIMIT_HELP)
 
     def __init__(self) -> None:
         self.semaphore: asyncio.Semaphore | None = None

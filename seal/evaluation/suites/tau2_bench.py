@@ -32,6 +32,7 @@ from seal.evaluation.runner import Played
 from seal.evaluation.suites.common import Suite, SuiteRequest, SuiteRun, endpoint_errors
 from seal.evaluation.suites.extras import tau2_missing
 from seal.flags import comma_list, setting
+from seal.reports.pass_rate import passed
 from seal.urls import masked_url
 
 DOMAINS = ("airline", "retail", "telecom")
@@ -232,9 +233,7 @@ class Tau2Suite(Suite):
                 if row["category"] == domain:
                     by_task.setdefault(row["tau2_task"], []).append(row["reward"])
             complete = [
-                sum(r >= 1.0 for r in rewards)
-                for rewards in by_task.values()
-                if len(rewards) == options.trials
+                sum(map(passed, rewards)) for rewards in by_task.values() if len(rewards) == options.trials
             ]
             cell: dict[str, Any] = {"n": len(complete), "trials": options.trials, "rate": None}
             if complete:
