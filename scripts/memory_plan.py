@@ -44,7 +44,10 @@ SCENARIOS = [
         "SEAL_3B on 1 H100, actor param+optimizer offload, fp32 reference (the run Ray killed)",
     ),
     Scenario(
-        "3b-1gpu", "qwen2.5-3b", replace(H100, param_offload=True, ref_bytes=2), "exp/SEAL_3B_1gpu.yaml"
+        "3b-1gpu",
+        "qwen2.5-3b",
+        replace(H100, param_offload=True, ref_bytes=2, vllm_utilization=0.4),
+        "exp/SEAL_3B_1gpu.yaml",
     ),
     Scenario("7b-4gpu", "qwen2.5-7b", FOUR_H100, "exp/SEAL.yaml (Table 4) on 4 H100"),
     Scenario("8b-4gpu", "toolace-2-8b", FOUR_H100, "exp/SEAL.yaml on 4 H100, ToolACE-2-8B"),
