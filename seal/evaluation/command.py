@@ -32,7 +32,7 @@ from seal.evaluation.endpoint import ChatEndpoint, PreflightError
 from seal.evaluation.official import rescore
 from seal.evaluation.openings import CUT_BEFORE_FIRST_CALL, check_openings
 from seal.evaluation.runner import Progress, run_episodes
-from seal.evaluation.session import budgeted_endpoint, run_to_exit
+from seal.evaluation.session import EndpointSettings, budgeted_endpoint, run_to_exit
 from seal.evaluation.store import OutputError, RunFolder
 from seal.flags import add_flags
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
@@ -52,28 +52,17 @@ class UsageError(ValueError):
 
 
 @dataclass(frozen=True)
-class EvalRequest:
+class EvalRequest(EndpointSettings):
     """Everything one run needs, validated (the API key travels separately and is never stored)."""
 
-    base_url: str
-    model: str
     split: str
     task_ids: tuple[str, ...]
     protocol: str
     taxonomy: str
-    concurrency: int
     out: Path
     resume: bool
     retry_failed: bool
     official: bool
-    max_tokens: int
-    max_model_len: int | None
-    max_llm_calls: int
-    max_env_tokens: int
-    tokenizer: str | None
-    timeout: float
-    retries: int
-    backoff: float
     env_backend: str = "inprocess"
     env_url: str | None = None
 

@@ -6,8 +6,9 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from seal.evaluation.budget import ContextBudget, tokenizer_tools
 from seal.evaluation.endpoint import ChatEndpoint, PreflightError, RetryPolicy
@@ -16,8 +17,10 @@ from seal.evaluation.store import OutputError
 T = TypeVar("T")
 
 
-class EndpointSettings(Protocol):
-    """What every suite's request says about the endpoint and the limits (EvalRequest, SuiteRequest)."""
+@dataclass(frozen=True)
+class EndpointSettings:
+    """What every suite's request says about the endpoint and the limits: the fields `EvalRequest` and
+    `SuiteRequest` share, declared once."""
 
     base_url: str
     model: str

@@ -26,7 +26,7 @@ from seal.evaluation.command import (
 )
 from seal.evaluation.endpoint import ChatEndpoint
 from seal.evaluation.runner import Played, Progress
-from seal.evaluation.session import budgeted_endpoint, run_to_exit
+from seal.evaluation.session import EndpointSettings, budgeted_endpoint, run_to_exit
 from seal.evaluation.store import RUN, OutputError, RunFolder
 from seal.evaluation.suites.extras import go_offline
 from seal.flags import add_flags, settings_from_flags
@@ -34,26 +34,15 @@ from seal.urls import masked_url
 
 
 @dataclass(frozen=True)
-class SuiteRequest:
+class SuiteRequest(EndpointSettings):
     """One validated run of a suite; `options` is the suite's own settings dataclass."""
 
     suite: str
-    base_url: str
-    model: str
     protocol: str
     limit: int | None
-    concurrency: int
     out: Path
     resume: bool
     retry_failed: bool
-    max_tokens: int
-    max_model_len: int | None
-    max_llm_calls: int
-    max_env_tokens: int
-    tokenizer: str | None
-    timeout: float
-    retries: int
-    backoff: float
     api_key_env: str | None
     """The variable the key was read from (the key itself is never stored)."""
     options: Any = None
