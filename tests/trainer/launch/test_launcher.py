@@ -65,7 +65,7 @@ TABLE_4_3B = {
 }
 TABLE_4_3B_1GPU = {
     **TABLE_4_3B,
-    "GPUs": "1 (1 node x 1), tensor parallel 1, vLLM async, GPU memory utilisation 0.6",
+    "GPUs": "1 (1 node x 1), tensor parallel 1, vLLM async, GPU memory utilisation 0.4",
 }
 
 
