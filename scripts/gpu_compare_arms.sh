@@ -14,7 +14,8 @@
 # a run with trained.json is done and skipped; one cut short resumes from its last checkpoint (every 8 steps).
 # CONCURRENT (default 2: one seed's two arms together) launches share the GPU; vLLM's gpu_memory_utilization is
 # sized for the count: min(0.3, (74 GB / CONCURRENT - 6 GB) / 80 GB), 6 GB being a run's actor, contexts and
-# slack. State and logs: experiments/arms/ (driver.log, <run>.log, <run>.exit).
+# slack; MEMORY_SHARE sets it instead (0.25 leaves room for scripts/gpu_ood_eval.sh at GPU_MEMORY=0.15).
+# State and logs: experiments/arms/ (driver.log, <run>.log, <run>.exit).
 # Time on one H100, from the issue's measurements (two arms at once ~20 s a step, SFT ~5.5 min, 4-5 min start-up
 # a launch): SFT ~7 min; one seed's pair ~15 min (start-up, val before, 24 steps ~8 min, val after). One
 # 30-minute machine holds the kit's install, SFT and one seed; three seeds take three sittings, each training the
@@ -36,7 +37,10 @@ sft_model() {  # the Hugging Face folder of the SFT start's latest checkpoint; e
 print(sft_model_path(compose_experiment("exp/sft_learn.yaml")))' 2>/dev/null
 }
 
-memory_share() { awk -v n="$concurrent" 'BEGIN { u = (74 / n - 6) / 80; if (u > 0.3) u = 0.3; printf "%.2f", u }'; }
+memory_share() {
+  if [ -n "${MEMORY_SHARE:-}" ]; then echo "$MEMORY_SHARE"; return; fi
+  awk -v n="$concurrent" 'BEGIN { u = (74 / n - 6) / 80; if (u > 0.3) u = 0.3; printf "%.2f", u }'
+}
 
 runs_of() { for seed in "$@"; do for arm in "${arms[@]}"; do echo "learn_${arm}_s${seed}"; done; done; }
 

@@ -7,7 +7,8 @@
 # `python scripts/make_smoke_model.py smollm2 /models/smollm2`, or an SFT/RL checkpoint in Hugging Face format.
 # The same server is the agent and tau2's user simulator (served with native tool calls for telecom's user
 # tools: --enable-auto-tool-choice --tool-call-parser hermes). BFCL V4 web search needs SERPAPI_API_KEY and the
-# network, so on the node it is refused in one line and Table 2 shows it as not run.
+# network, so on the node it is refused in one line and Table 2 shows it as not run. GPU_MEMORY (default 0.3) is
+# the server's vLLM gpu_memory_utilization: lower it to share the GPU with training runs (0.15 holds SmolLM2).
 set -uo pipefail
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; exit 0 ;; esac
 model=${1:?usage: gpu_ood_eval.sh MODEL_DIR [OUT] [LIMIT] (--help says more)}
@@ -16,12 +17,13 @@ out=${2:-runs/ood_eval}
 limit=${3:-2}
 py=${PYTHON:-python3}
 port=${PORT:-8000}
+gpu_memory=${GPU_MEMORY:-0.3}
 url=http://127.0.0.1:$port/v1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0 \
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
 cd "$(dirname "$0")/.." && mkdir -p "$out"
 "$py" -m vllm.entrypoints.openai.api_server --model "$model" --served-model-name ood --port "$port" \
-  --gpu-memory-utilization 0.3 --enforce-eager --enable-auto-tool-choice --tool-call-parser hermes \
+  --gpu-memory-utilization "$gpu_memory" --enforce-eager --enable-auto-tool-choice --tool-call-parser hermes \
   > "$out/vllm.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
