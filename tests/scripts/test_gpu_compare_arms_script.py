@@ -123,8 +123,8 @@ def test_a_second_call_skips_what_is_done_and_a_failed_run_is_named(tmp_path):
     failed = script(work, {**env, "FAIL_RUN": "learn_vanilla_s2"}, "run", "/models/m", "1", "2")
     assert failed.returncode == 1 and "learn_vanilla_s2: not done" in failed.stderr
     launched = [name_of(c) for what, c in events(record) if what == "start" and c[0] == "launcher.py"]
-    assert sorted(launched) == ["learn_seal_s2", "learn_vanilla_s2"]  # no second SFT, no second seed 1 (the two
-    # arms start together, so either may log first)
+    # no second SFT, no second seed 1; the two arms start together, so either may log first
+    assert sorted(launched) == ["learn_seal_s2", "learn_vanilla_s2"]
     assert "learn_seal_s1: done already" in failed.stdout
     status = script(work, env, "status").stdout.splitlines()
     assert "learn_seal_s2: done (24 steps)" in status
