@@ -14,12 +14,14 @@
 # a run with trained.json is done and skipped; one cut short resumes from its last checkpoint (every 8 steps).
 # CONCURRENT (default 2: one seed's two arms together) launches share the GPU; vLLM's gpu_memory_utilization is
 # sized for the count: min(0.3, (74 GB / CONCURRENT - 6 GB) / 80 GB), 6 GB being a run's actor, contexts and
-# slack; MEMORY_SHARE sets it instead (0.25 leaves room for scripts/gpu_ood_eval.sh at GPU_MEMORY=0.15).
+# slack; MEMORY_SHARE sets it instead (0.25 leaves room for scripts/gpu_ood_eval.sh at GPU_MEMORY=0.15, started
+# after the arms' first step: an engine starting beside two others starting found no memory for its KV cache).
 # State and logs: experiments/arms/ (driver.log, <run>.log, <run>.exit).
-# Time on one H100, from the issue's measurements (two arms at once ~20 s a step, SFT ~5.5 min, 4-5 min start-up
-# a launch): SFT ~7 min; one seed's pair ~15 min (start-up, val before, 24 steps ~8 min, val after). One
-# 30-minute machine holds the kit's install, SFT and one seed; three seeds take three sittings, each training the
-# SFT start again (it cannot travel between machines) and ending with `pack FILE` into the call's $OUT.
+# Time on one H100 (2026-11-25, kit installed in 3 min): SFT 75 steps in 5.3 min (6.5 with its start-up); a
+# SEAL launch 64 tasks x 8x8 took ~9 min to its first step (start-up and greedy val on 100 tasks) and 41-48 s a
+# step with scripts/gpu_ood_eval.sh beside it: the kit, SFT and one seed's pair (24 steps, val after) take about
+# 35 minutes, more than a machine lent for 30 minutes holds. `pack FILE` into $OUT before a machine goes back;
+# the SFT start is trained again on each new machine.
 set -uo pipefail
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
 case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac

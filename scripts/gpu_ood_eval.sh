@@ -8,7 +8,9 @@
 # The same server is the agent and tau2's user simulator (served with native tool calls for telecom's user
 # tools: --enable-auto-tool-choice --tool-call-parser hermes). BFCL V4 web search needs SERPAPI_API_KEY and the
 # network, so on the node it is refused in one line and Table 2 shows it as not run. GPU_MEMORY (default 0.3) is
-# the server's vLLM gpu_memory_utilization: lower it to share the GPU with training runs (0.15 holds SmolLM2).
+# the server's vLLM gpu_memory_utilization: lower it to share the GPU with training runs (0.15 holds SmolLM2), but
+# start it once their vLLM engines are up: three engines profiling at once left one no KV cache (seen on an H100).
+# NAME (default: MODEL_DIR's folder name) names the checkpoint's row in Table 2.
 set -uo pipefail
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; exit 0 ;; esac
 model=${1:?usage: gpu_ood_eval.sh MODEL_DIR [OUT] [LIMIT] (--help says more)}
@@ -18,6 +20,7 @@ limit=${3:-2}
 py=${PYTHON:-python3}
 port=${PORT:-8000}
 gpu_memory=${GPU_MEMORY:-0.3}
+name=${NAME:-$(basename "$model")}
 url=http://127.0.0.1:$port/v1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0 \
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
@@ -39,5 +42,5 @@ for suite in bfcl_v4_memory tau2 bfcl_v4_web_search; do
     --concurrency 16 --max-tokens 1024 || { [ "$suite" = bfcl_v4_web_search ] || status=1; }
 done
 echo "== Table 2 (this checkpoint beside the paper's Qwen2.5-7B rows)"
-"$py" scripts/stats_validation_bfcl.py --ood "$(basename "$model")=$out" --out "$out" || status=1
+"$py" scripts/stats_validation_bfcl.py --ood "$name=$out" --out "$out" || status=1
 exit $status
