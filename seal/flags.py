@@ -109,12 +109,8 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, names: Sequence[str] |
 
 
 def _shown(default: Any) -> str:
-    """A default as the help shows it: `a,b` for a tuple, `300` for 300.0."""
-    if isinstance(default, tuple):
-        return ",".join(default)
-    if isinstance(default, float) and default.is_integer():
-        return f"{default:g}"
-    return str(default)
+    """A default as the help shows it (`a,b` for a tuple)."""
+    return ",".join(default) if isinstance(default, tuple) else str(default)
 
 
 def _add_switch(parser: argparse.ArgumentParser, flag: str, field: dataclasses.Field) -> None:

@@ -55,5 +55,5 @@ def test_a_missing_required_flag_is_refused(capsys):
 
 def test_the_help_names_each_default_once():
     shown = parser().format_help()
-    assert "--url URL" in shown and "(default: 300)" in shown and "(default: off)" in shown
+    assert "--url URL" in shown and "(default: 300.0)" in shown and "(default: off)" in shown
     assert "(default: runs/<url>)" in shown and "(default: None)" not in shown
