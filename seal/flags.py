@@ -1,7 +1,8 @@
 """Command-line flags generated from a settings dataclass, so each default and help text exists once.
 
 A field becomes `--field-name` (or the `flag` of its metadata); its type, default, `choices` and
-`help` come from the field. A field whose type is itself a settings dataclass contributes its own
+`help` come from the field. A `REQUIRED` field's flag must be given; a bool field defaulting to False is a
+switch (`--resume`). A field whose type is itself a settings dataclass contributes its own
 fields as flags, flat. `settings_from_flags` builds the dataclass back from the parsed arguments, and
 `to_flags` writes settings as the flags that give them (to start a service with a run's settings).
 """
@@ -17,6 +18,9 @@ from typing import Any, TypeVar
 
 S = TypeVar("S")
 
+REQUIRED: Any = dataclasses.MISSING
+"""The default of a setting without one: its flag must be given."""
+
 
 def setting(
     default: Any,
@@ -25,9 +29,11 @@ def setting(
     flag: str | None = None,
     choices: Sequence[str] | None = None,
     parse: Callable[[str], Any] | None = None,
+    metavar: str | None = None,
 ) -> Any:
-    """A dataclass field with what its command-line flag needs; `parse` turns the flag's text into a value."""
-    metadata = {"help": help, "flag": flag, "choices": choices, "parse": parse}
+    """A dataclass field with what its command-line flag needs; `parse` turns the flag's text into a value,
+    `metavar` names that text in the help (default: the flag's name, upper case)."""
+    metadata = {"help": help, "flag": flag, "choices": choices, "parse": parse, "metavar": metavar}
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -81,20 +87,38 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, names: Sequence[str] |
         if "help" not in meta:
             raise TypeError(f"{cls.__name__}.{field.name} has no help: declare it with setting()")
         flag = _flag(field)
+        if hint is bool:
+            _add_switch(parser, flag, field)
+            continue
         default = field.default
-        shown = ",".join(default) if isinstance(default, tuple) else default
+        required = default is REQUIRED
+        shown = _shown(default)
         choices = meta["choices"]
         parser.add_argument(
             flag,
             dest=field.name,
             metavar="{" + ",".join(choices) + "}"
             if choices
-            else flag.removeprefix("--").upper().replace("-", "_"),
+            else meta["metavar"] or flag.removeprefix("--").upper().replace("-", "_"),
             type=_checked(meta["parse"] or _scalar(hint)),
             choices=choices,
-            default=default,
-            help=meta["help"] if default is None else f"{meta['help']} (default: {shown})",
+            required=required,
+            default=None if required else default,
+            help=meta["help"] if required or default is None else f"{meta['help']} (default: {shown})",
         )
+
+
+def _shown(default: Any) -> str:
+    """A default as the help shows it (`a,b` for a tuple)."""
+    return ",".join(default) if isinstance(default, tuple) else str(default)
+
+
+def _add_switch(parser: argparse.ArgumentParser, flag: str, field: dataclasses.Field) -> None:
+    """A bool setting: off unless its flag is given."""
+    if field.default is not False:
+        raise TypeError(f"{field.name}: a bool setting is a switch, off by default")
+    help = f"{field.metadata['help']} (default: off)"
+    parser.add_argument(flag, dest=field.name, action="store_true", help=help)
 
 
 def command_parser(
@@ -123,17 +147,23 @@ def to_flags(settings: Any) -> list[str]:
         value = getattr(settings, field.name)
         if dataclasses.is_dataclass(value):
             flags += to_flags(value)
+        elif value is True:
+            flags.append(_flag(field))
         elif value != field.default:
             text = ",".join(value) if isinstance(value, tuple) else str(value)
             flags += [_flag(field), text]
     return flags
 
 
-def settings_from_flags(cls: type[S], args: argparse.Namespace) -> S:
-    """`cls` built from the flags `add_flags(parser, cls)` added; its own validation runs as usual."""
+def settings_from_flags(cls: type[S], args: argparse.Namespace, **given: Any) -> S:
+    """`cls` built from the flags `add_flags(parser, cls)` added, and the fields in `given` (those without a
+    flag, or whose flag's value the caller resolved); its own validation runs as usual."""
     hints = typing.get_type_hints(cls)
     values = {}
     for field in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if field.name in given:
+            values[field.name] = given[field.name]
+            continue
         hint = hints[field.name]
         values[field.name] = (
             settings_from_flags(hint, args) if dataclasses.is_dataclass(hint) else getattr(args, field.name)

@@ -17,7 +17,8 @@ import os
 import re
 import sys
 from collections import Counter
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,17 +26,15 @@ from urllib.parse import urlsplit
 from seal.bfcl.tasks import category_of, split_ids
 from seal.env.client import EnvClient, EnvServiceError
 from seal.env.connect import DEFAULT_URL, ENV_BACKENDS, EnvSettings, open_environment
-from seal.env.context_limits import EpisodeBudget
 from seal.env.store import StoreSettings
 from seal.evaluation.budget import ContextBudget
 from seal.evaluation.endpoint import ChatEndpoint, PreflightError
 from seal.evaluation.official import rescore
 from seal.evaluation.openings import CUT_BEFORE_FIRST_CALL, check_openings
 from seal.evaluation.runner import Progress, run_episodes
-from seal.evaluation.session import EndpointSettings, budgeted_endpoint, run_to_exit
+from seal.evaluation.session import DEFAULT_KEY_ENV, EndpointSettings, budgeted_endpoint, run_to_exit
 from seal.evaluation.store import OutputError, RunFolder
-from seal.flags import add_flags
-from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
+from seal.flags import add_flags, setting, settings_from_flags
 from seal.reports.tables import markdown_table, summarize
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
 from seal.urls import masked_url
@@ -43,7 +42,6 @@ from seal.urls import masked_url
 SPLIT_CHOICES = ("test", "val", "train", "all")
 EVAL_BACKENDS = ("inprocess", *(backend for backend in ENV_BACKENDS if backend != "inprocess"))
 """`--env-backend` choices, the default first."""
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 SHOWN_DISAGREEMENTS = 10
 
 
@@ -51,25 +49,39 @@ class UsageError(ValueError):
     """A bad argument: reported as one line, exit status 2."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EvalRequest(EndpointSettings):
-    """Everything one run needs, validated (the API key travels separately and is never stored)."""
+    """Everything one run needs, validated (the API key travels separately and is never stored); its
+    fields with a `setting` are the flags of `seal eval` on BFCL V3."""
 
-    split: str
+    split: str = setting(
+        "val",
+        "task split: the default is the split checkpoints are chosen on; report test",
+        choices=SPLIT_CHOICES,
+    )
     task_ids: tuple[str, ...]
-    protocol: str
-    taxonomy: str
-    out: Path
-    resume: bool
-    retry_failed: bool
-    official: bool
-    env_backend: str = "inprocess"
-    env_url: str | None = None
+    """The tasks of the run, chosen by --split, --tasks and --limit."""
+    taxonomy: str = setting(DEFAULT_TAXONOMY, "turn labels", choices=TAXONOMIES)
+    official: bool = setting(
+        False, "re-score the action logs with bfcl-eval's checker and report disagreements"
+    )
+    env_backend: str = setting(
+        "inprocess",
+        "where the episodes run: a store in this process, the environment service at --env-url (a running "
+        "`seal serve`), or environment actors on the Ray cluster (a local one if none is up); every backend "
+        "plays the same episodes",
+        choices=EVAL_BACKENDS,
+    )
+    env_url: str | None = setting(
+        None,
+        f"with --env-backend http: the running environment service (default: {DEFAULT_URL})",
+        metavar="URL",
+    )
 
     def meta(self) -> dict[str, Any]:
         """`run.json`: what was run, the URL's credentials masked (seal/urls.py); the environment's URL is
         not kept: every backend plays the same episodes."""
-        left_out = ("task_ids", "out", "resume", "retry_failed", "env_url")
+        left_out = ("task_ids", "out", "resume", "retry_failed", "env_url", "limit", "api_key_env")
         fields = {k: v for k, v in asdict(self).items() if k not in left_out}
         return {**fields, "base_url": masked_url(self.base_url), "tasks": len(self.task_ids)}
 
@@ -96,112 +108,17 @@ class EvalReport:
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of `seal eval` on BFCL V3 (the `bfcl_v3` suite)."""
-    add_endpoint_arguments(parser)
-    parser.add_argument(
-        "--split",
-        choices=SPLIT_CHOICES,
-        default="val",
-        help="task split (default: %(default)s, the split checkpoints are chosen on; report test)",
-    )
-    parser.add_argument(
-        "--taxonomy", choices=TAXONOMIES, default=DEFAULT_TAXONOMY, help="turn labels (default: %(default)s)"
-    )
+    """The options of `seal eval` on BFCL V3 (the `bfcl_v3` suite): `EvalRequest`'s settings, and `--tasks`,
+    a selection the request holds as the task ids it resolves to."""
+    add_flags(parser, EvalRequest, [f.name for f in fields(EvalRequest) if f.name != "task_ids"])
     parser.add_argument(
         "--tasks", help="comma-separated task ids, all within --split (default: the whole split)"
     )
-    parser.add_argument(
-        "--official",
-        action="store_true",
-        help="re-score the action logs with bfcl-eval's checker and report disagreements (default: off)",
-    )
-    add_flags(parser, EpisodeBudget, ["max_llm_calls"])  # training's call limit (seal.rollout's too)
-    parser.add_argument(
-        "--env-backend",
-        choices=EVAL_BACKENDS,
-        default="inprocess",
-        help="where the episodes run: a store in this process, the environment service at --env-url (a "
-        "running `seal serve`), or environment actors on the Ray cluster (a local one if none is up); every "
-        "backend plays the same episodes (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--env-url",
-        metavar="URL",
-        help=f"with --env-backend http: the running environment service (default: {DEFAULT_URL})",
-    )
 
 
-def add_endpoint_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options every suite of `seal eval` shares: the endpoint, the selection size, the output folder,
-    the context budget and the retries."""
-    parser.add_argument(
-        "--base-url", required=True, help="OpenAI-compatible API root, e.g. http://host:8000/v1"
-    )
-    parser.add_argument("--model", required=True, help="model name sent in each request")
-    parser.add_argument(
-        "--protocol",
-        choices=sorted(PROTOCOLS),
-        default=DEFAULT_PROTOCOL,
-        help="tool-call protocol (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--limit",
-        type=int,
-        help="only the first N selected tasks of each category, for smoke runs (default: all)",
-    )
-    parser.add_argument(
-        "--concurrency", type=int, default=8, help="episodes in flight at once (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        help="output folder (default: outputs/eval/<model>-<split or suite>-<protocol>)",
-    )
-    parser.add_argument(
-        "--resume", action="store_true", help="skip tasks already in OUT/episodes.jsonl (default: off)"
-    )
-    parser.add_argument(
-        "--retry-failed",
-        action="store_true",
-        help="with --resume, run again the episodes the endpoint failed (default: off)",
-    )
-    parser.add_argument(
-        "--max-tokens",
-        type=int,
-        default=4096,
-        help="max_tokens per reply, as training's max_response_length: no call starts from a prompt "
-        "past the window minus this (default: %(default)s)",
-    )
-    add_flags(parser, EpisodeBudget, ["max_env_tokens"])  # training's clip (seal.rollout's too)
-    parser.add_argument(
-        "--max-model-len",
-        type=int,
-        help="the model's context window in tokens (default: what the endpoint's /models reports)",
-    )
-    parser.add_argument(
-        "--tokenizer",
-        type=Path,
-        metavar="DIR",
-        help="local tokenizer of the served model: count prompt tokens exactly "
-        "(default: none, counted from each response's usage)",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=300.0, help="seconds per request (default: %(default)g)"
-    )
-    parser.add_argument(
-        "--retries", type=int, default=3, help="retries of a transient failure (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--backoff",
-        type=float,
-        default=1.0,
-        help="first retry delay in seconds, doubled each time (default: %(default)g)",
-    )
-    parser.add_argument(
-        "--api-key-env",
-        metavar="VAR",
-        help=f"environment variable holding the API key (default: {DEFAULT_KEY_ENV})",
-    )
+def add_endpoint_arguments(parser: argparse.ArgumentParser, names: Sequence[str] | None = None) -> None:
+    """The options every suite of `seal eval` shares (`EndpointSettings`; only `names` when given)."""
+    add_flags(parser, EndpointSettings, names)
 
 
 def _select(split: str, tasks: str | None, limit: int | None) -> tuple[str, ...]:
@@ -250,7 +167,7 @@ def check_endpoint_arguments(args: argparse.Namespace) -> None:
         raise UsageError("--retries and --backoff must not be negative")
     if args.retry_failed and not args.resume:
         raise UsageError("--retry-failed only applies with --resume")
-    if args.tokenizer is not None and not args.tokenizer.is_dir():
+    if args.tokenizer is not None and not Path(args.tokenizer).is_dir():
         raise UsageError(f"--tokenizer {args.tokenizer} is not a folder")
 
 
@@ -260,28 +177,8 @@ def build_request(args: argparse.Namespace) -> EvalRequest:
     if args.env_url is not None and args.env_backend != "http":
         raise UsageError("--env-url names an environment service: it takes --env-backend http")
     out = args.out or Path("outputs") / "eval" / f"{_slug(args.model)}-{args.split}-{args.protocol}"
-    return EvalRequest(
-        base_url=args.base_url,
-        model=args.model,
-        split=args.split,
-        task_ids=_select(args.split, args.tasks, args.limit),
-        protocol=args.protocol,
-        taxonomy=args.taxonomy,
-        concurrency=args.concurrency,
-        out=Path(out),
-        resume=args.resume,
-        retry_failed=args.retry_failed,
-        official=args.official,
-        max_tokens=args.max_tokens,
-        max_model_len=args.max_model_len,
-        max_llm_calls=args.max_llm_calls,
-        max_env_tokens=args.max_env_tokens,
-        tokenizer=None if args.tokenizer is None else str(args.tokenizer),
-        timeout=args.timeout,
-        retries=args.retries,
-        backoff=args.backoff,
-        env_backend=args.env_backend,
-        env_url=args.env_url,
+    return settings_from_flags(
+        EvalRequest, args, task_ids=_select(args.split, args.tasks, args.limit), out=Path(out)
     )
 
 

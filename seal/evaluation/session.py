@@ -6,33 +6,71 @@ import asyncio
 import sys
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from seal.env.context_limits import EpisodeBudget
 from seal.evaluation.budget import ContextBudget, tokenizer_tools
 from seal.evaluation.endpoint import ChatEndpoint, PreflightError, RetryPolicy
 from seal.evaluation.store import OutputError
+from seal.flags import REQUIRED, setting
+from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
 T = TypeVar("T")
 
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 
-@dataclass(frozen=True)
+
+def _budget_setting(name: str) -> Any:
+    """`EpisodeBudget`'s setting `name`, default and help, for a field of another dataclass."""
+    (field,) = [f for f in fields(EpisodeBudget) if f.name == name]
+    return setting(field.default, field.metadata["help"])
+
+
+@dataclass(frozen=True, kw_only=True)
 class EndpointSettings:
-    """What every suite's request says about the endpoint and the limits: the fields `EvalRequest` and
-    `SuiteRequest` share, declared once."""
+    """What every suite's request says about the endpoint, the limits and the run folder: the fields
+    `EvalRequest` and `SuiteRequest` share, declared once; they are also `seal eval`'s shared flags
+    (`seal.flags.add_flags`), checked by `check_endpoint_arguments`. The episode limits' defaults are
+    `EpisodeBudget`'s (training's); a suite of its own step limit gives `--max-llm-calls` its own default."""
 
-    base_url: str
-    model: str
-    concurrency: int
-    max_tokens: int
-    max_model_len: int | None
-    max_llm_calls: int
-    max_env_tokens: int
-    tokenizer: str | None
-    timeout: float
-    retries: int
-    backoff: float
+    base_url: str = setting(REQUIRED, "OpenAI-compatible API root, e.g. http://host:8000/v1")
+    model: str = setting(REQUIRED, "model name sent in each request")
+    protocol: str = setting(DEFAULT_PROTOCOL, "tool-call protocol", choices=sorted(PROTOCOLS))
+    limit: int | None = setting(
+        None, "only the first N selected tasks of each category, for smoke runs (default: all)"
+    )
+    concurrency: int = setting(8, "episodes in flight at once")
+    out: Path | None = setting(
+        None, "output folder (default: outputs/eval/<model>-<split or suite>-<protocol>)", parse=Path
+    )
+    """None until the request is built, which fills in the default folder."""
+    resume: bool = setting(False, "skip tasks already in OUT/episodes.jsonl")
+    retry_failed: bool = setting(False, "with --resume, run again the episodes the endpoint failed")
+    max_tokens: int = setting(
+        4096,
+        "max_tokens per reply, as training's max_response_length: no call starts from a prompt past the "
+        "window minus this",
+    )
+    max_env_tokens: int = _budget_setting("max_env_tokens")
+    max_model_len: int | None = setting(
+        None, "the model's context window in tokens (default: what the endpoint's /models reports)"
+    )
+    tokenizer: str | None = setting(
+        None,
+        "local tokenizer of the served model: count prompt tokens exactly (default: none, counted from "
+        "each response's usage)",
+        metavar="DIR",
+    )
+    timeout: float = setting(300.0, "seconds per request")
+    retries: int = setting(3, "retries of a transient failure")
+    backoff: float = setting(1.0, "first retry delay in seconds, doubled each time")
+    api_key_env: str | None = setting(
+        None, f"environment variable holding the API key (default: {DEFAULT_KEY_ENV})", metavar="VAR"
+    )
+    """The variable the key was read from (the key itself is never stored)."""
+    max_llm_calls: int = _budget_setting("max_llm_calls")
 
 
 @asynccontextmanager

@@ -9,8 +9,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from types import MappingProxyType
+from dataclasses import dataclass, field
 from typing import Any
 
 from seal.tocf.labels import DEFAULT_RHO, EXCLUDED, PASS
@@ -50,26 +49,45 @@ def _clip(x: float, lo: float, hi: float) -> float:
     return min(hi, max(lo, x))
 
 
-@dataclass(frozen=True)
-class APatchConfig:
-    """A-Patch settings; `rho` overrides DEFAULT_RHO label by label and becomes ρ0 of the dynamic update.
+APATCH_MODES = ("off", "static", "dynamic")
+"""off: advantages untouched (vanilla GRPO); static: fixed ρ0 (paper Eq. 11–12); dynamic: ρ follows C_t."""
 
-    Every field may be set to zero where zero means something (ema_beta 0 freezes ρ, prevalence_alpha 0
-    keeps targets at ρ0, confidence_samples 0 trusts a label from its first occurrence).
+
+@dataclass
+class APatchConfig:
+    """A-Patch (DESIGN §4.3): weights w = clip(Σ p(z) ρ(z), w_min, w_max) scale each trajectory's advantage.
+
+    The one declaration of A-Patch's settings: the Hydra schema of the `seal.apatch` config section
+    (seal/trainer/settings.py) and what the functions below take. Every field may be set to zero where zero
+    means something (ema_beta 0 freezes ρ, prevalence_alpha 0 keeps targets at ρ0, confidence_samples 0
+    trusts a label from its first occurrence).
     """
 
+    mode: str = "dynamic"
+    """off | static | dynamic (the paper's "w/o closed-loop update" ablation is static)."""
     w_min: float = 0.5
+    """Lower clip of a trajectory's weight (Table 4: 0.5)."""
     w_max: float = 2.0
-    rho: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_RHO))
-    dynamic: bool = True
+    """Upper clip of a trajectory's weight (Table 4: 2.0)."""
+    rho: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_RHO))
+    """ρ0 per label (paper Table 6 and DESIGN §4.3), over DEFAULT_RHO label by label; a label in neither
+    weighs 1.0."""
     ema_beta: float = 0.25
+    """Dynamic mode: ρ ← (1−β) ρ + β target each step."""
     prevalence_alpha: float = 1.0
+    """Dynamic mode: how strongly a label's prevalence raises its target."""
     confidence_samples: int = 32
+    """Dynamic mode: occurrences in the window before a label's target moves fully."""
     apply_to: str = "all"
+    """all | positive_advantage | negative_advantage."""
     warmup_steps: int = 0
+    """Steps before the weights are applied (C_t and ρ are still updated)."""
     normalize_mean: bool = False
+    """Rescale the batch's weights to mean 1 (then clip again)."""
 
     def __post_init__(self) -> None:
+        if self.mode not in APATCH_MODES:
+            raise ValueError(f"seal.apatch.mode must be one of {list(APATCH_MODES)}, got {self.mode!r}")
         w_min, w_max = _finite(self.w_min, "w_min"), _finite(self.w_max, "w_max")
         if not 0 < w_min <= w_max:
             raise ValueError(f"need 0 < w_min <= w_max (zero would erase signs), got {w_min}, {w_max}")
@@ -83,28 +101,20 @@ class APatchConfig:
         _natural(self.warmup_steps, "warmup_steps")
         if self.apply_to not in APPLY_TO:
             raise ValueError(f"apply_to must be one of {list(APPLY_TO)}, got {self.apply_to!r}")
-        for flag in ("dynamic", "normalize_mean"):
-            if not isinstance(getattr(self, flag), bool):
-                raise ValueError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
-        rho = {**DEFAULT_RHO, **_rho_table(self.rho, "rho")}
-        normalized = {"w_min": w_min, "w_max": w_max, "ema_beta": beta, "prevalence_alpha": alpha}
-        for name, value in normalized.items():
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "rho", MappingProxyType(rho))
+        if not isinstance(self.normalize_mean, bool):
+            raise ValueError(f"normalize_mean must be a bool, got {self.normalize_mean!r}")
+        self.rho = {**DEFAULT_RHO, **_rho_table(self.rho, "rho")}
+        self.w_min, self.w_max, self.ema_beta, self.prevalence_alpha = w_min, w_max, beta, alpha
 
-    @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> APatchConfig:
-        """Build from a config section (dict or OmegaConf converted to a dict); unknown keys are errors."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown A-Patch option(s) {unknown}; known: {sorted(known)}")
-        return cls(**dict(data))
+    @property
+    def enabled(self) -> bool:
+        """The trainer scales advantages (mode static or dynamic)."""
+        return self.mode != "off"
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["rho"] = dict(self.rho)
-        return out
+    @property
+    def dynamic(self) -> bool:
+        """ρ follows C_t every step (the closed loop); static keeps ρ0."""
+        return self.mode == "dynamic"
 
 
 def static_weight(labels: Sequence[str], rho: Mapping[str, float], w_min: float, w_max: float) -> float:

@@ -210,7 +210,7 @@ def _check_apatch(
 ) -> str:
     if not settings.apatch.enabled:
         return "off: GRPO's advantages are used as they are"
-    config = settings.apatch.to_config()
+    config = settings.apatch
     rho = APatchState.initial(config).update(profile, config)
     mean, spread = statistics.fmean(rewards), statistics.pstdev(rewards) or 1.0
     advantages = [(reward - mean) / spread for reward in rewards]

@@ -7,7 +7,6 @@ the Hydra schema of the section; it imports nothing of verl so that tools can re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from seal.env.connect import ENV_BACKENDS, EnvSettings
 from seal.env.context_limits import EpisodeBudget
@@ -90,12 +89,3 @@ class RolloutSettings(EpisodeBudget):
             actors_per_node=self.env_actors_per_node,
             store=StoreSettings() if store is None else store,
         )
-
-    @classmethod
-    def from_mapping(cls, values: Any) -> RolloutSettings:
-        """From the composed config's `seal.rollout` node (a mapping); an unknown key is an error."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown seal.rollout setting(s): {', '.join(unknown)}")
-        return cls(**{key: values[key] for key in values})

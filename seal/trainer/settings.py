@@ -3,13 +3,13 @@
 The dataclasses are registered with Hydra's ConfigStore as the schema of the `seal` group
 (`seal/config/seal_trainer.yaml` lists `seal: schema` in its defaults), so a value of the wrong type in
 `seal.*` is refused when the config is composed, and `settings_from_config` checks the values (ranges,
-names) by building the dataclasses. A-Patch defaults come from `seal.tocf.APatchConfig` and the interface
-presets from `seal.env.interface`, so nothing here restates them.
+names) by building the dataclasses. The `seal.apatch` section is `seal.tocf.APatchConfig` itself and the
+interface presets come from `seal.env.interface`, so nothing here restates them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -22,57 +22,8 @@ from seal.tocf.labels import DEFAULT_PRIORITY, PAPER_TAXONOMY, TAXONOMIES, valid
 from seal.trainer.launch.kernel import ATTENTION_CHOICES, AUTO
 from seal.trainer.rollout_settings import RolloutSettings
 
-APATCH_MODES = ("off", "static", "dynamic")
-"""off: advantages untouched (vanilla GRPO); static: fixed ρ0 (paper Eq. 11–12); dynamic: ρ follows C_t."""
-
 SCHEMA_GROUP = "seal"
 SCHEMA_NAME = "schema"
-
-_APATCH = APatchConfig()
-
-
-@dataclass
-class APatchSettings:
-    """A-Patch (DESIGN §4.3): weights w = clip(Σ p(z) ρ(z), w_min, w_max) scale each trajectory's advantage.
-
-    Every field but `mode` is the field of the same name of `seal.tocf.APatchConfig`, which holds the
-    defaults and checks the values; `mode` replaces its `dynamic` flag and adds `off`.
-    """
-
-    mode: str = "dynamic"
-    """off | static | dynamic (the paper's "w/o closed-loop update" ablation is static)."""
-    w_min: float = _APATCH.w_min
-    """Lower clip of a trajectory's weight (Table 4: 0.5)."""
-    w_max: float = _APATCH.w_max
-    """Upper clip of a trajectory's weight (Table 4: 2.0)."""
-    rho: dict[str, float] = field(default_factory=lambda: dict(_APATCH.rho))
-    """ρ0 per label (paper Table 6 and DESIGN §4.3); a label not listed weighs 1.0."""
-    ema_beta: float = _APATCH.ema_beta
-    """Dynamic mode: ρ ← (1−β) ρ + β target each step."""
-    prevalence_alpha: float = _APATCH.prevalence_alpha
-    """Dynamic mode: how strongly a label's prevalence raises its target."""
-    confidence_samples: int = _APATCH.confidence_samples
-    """Dynamic mode: occurrences in the window before a label's target moves fully."""
-    apply_to: str = _APATCH.apply_to
-    """all | positive_advantage | negative_advantage."""
-    warmup_steps: int = _APATCH.warmup_steps
-    """Steps before the weights are applied (C_t and ρ are still updated)."""
-    normalize_mean: bool = _APATCH.normalize_mean
-    """Rescale the batch's weights to mean 1 (then clip again)."""
-
-    def __post_init__(self) -> None:
-        if self.mode not in APATCH_MODES:
-            raise ValueError(f"seal.apatch.mode must be one of {list(APATCH_MODES)}, got {self.mode!r}")
-        self.to_config()
-
-    def to_config(self) -> APatchConfig:
-        """The `seal.tocf` configuration these settings describe (raises ValueError on bad values)."""
-        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "mode"}
-        return APatchConfig(**values, dynamic=self.mode == "dynamic")
-
-    @property
-    def enabled(self) -> bool:
-        return self.mode != "off"
 
 
 @dataclass
@@ -98,7 +49,8 @@ class SealSettings:
     priority: list[str] = field(default_factory=lambda: list(DEFAULT_PRIORITY))
     """Order of the paper taxonomy's failure labels on a failing turn (DESIGN §4.1)."""
     interface: InterfaceSettings = field(default_factory=InterfaceSettings)
-    apatch: APatchSettings = field(default_factory=APatchSettings)
+    apatch: APatchConfig = field(default_factory=APatchConfig)
+    """A-Patch: `seal.tocf.APatchConfig` is the section's schema, defaults and checks."""
     rollout: RolloutSettings = field(default_factory=RolloutSettings)
     """The agent loop's settings; its `env_url` is also where the trainer sends C_t (Evolve)."""
     reset_window_each_epoch: bool = True

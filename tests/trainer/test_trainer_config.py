@@ -15,7 +15,7 @@ from seal.dataset import DATA_DIR, parquet_bytes
 from seal.tocf.apatch import APatchConfig
 from seal.tocf.labels import DEFAULT_RHO
 from seal.trainer.experiment import PROJECT_ROOT, ExperimentError, compose_experiment, validate_experiment
-from seal.trainer.settings import APatchSettings, SealSettings, settings_from_config
+from seal.trainer.settings import SealSettings, settings_from_config
 from tests.support.chatml import chatml_tokenizer
 
 EXP = PROJECT_ROOT / "exp"
@@ -148,7 +148,7 @@ def test_the_ablations_switch_what_the_paper_says(composed):
     assert (seal("vanilla_grpo").apatch.mode, seal("vanilla_grpo").interface.adapt) == ("off", False)
     assert seal("ablation_no_reweighting").apatch.mode == "off"
     assert seal("ablation_no_reweighting").interface.adapt
-    assert seal("ablation_static_weights").apatch.to_config().dynamic is False
+    assert seal("ablation_static_weights").apatch.dynamic is False
     assert seal("ablation_no_env_adaptation").interface.preset == "none"
     assert (seal("SEAL_full_loop").taxonomy, seal("SEAL_full_loop").interface.preset) == ("paper", "full")
     assert composed["SEAL_3B"].data.train_batch_size == 16
@@ -208,10 +208,10 @@ def test_missing_experiment_file_is_one_clear_error(tmp_path):
         compose_experiment(tmp_path / "nope.yaml")
 
 
-def test_apatch_settings_mirror_the_tocf_config_and_take_its_defaults():
-    mirrored = {f for f in APatchSettings.__dataclass_fields__} - {"mode"}
-    assert mirrored == set(APatchConfig.__dataclass_fields__) - {"dynamic"}
-    assert APatchSettings().to_config() == APatchConfig()
+def test_the_apatch_section_is_the_tocf_config_with_its_defaults():
+    settings = settings_from_config(compose_experiment(EXP / "SEAL.yaml"))
+    assert isinstance(settings.apatch, APatchConfig)
+    assert settings.apatch == APatchConfig() and settings.apatch.enabled and settings.apatch.dynamic
 
 
 def test_the_task_runner_is_a_ray_actor_built_on_verls_v1_runner():

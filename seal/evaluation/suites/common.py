@@ -33,18 +33,11 @@ from seal.flags import add_flags, settings_from_flags
 from seal.urls import masked_url
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SuiteRequest(EndpointSettings):
     """One validated run of a suite; `options` is the suite's own settings dataclass."""
 
     suite: str
-    protocol: str
-    limit: int | None
-    out: Path
-    resume: bool
-    retry_failed: bool
-    api_key_env: str | None
-    """The variable the key was read from (the key itself is never stored)."""
     options: Any = None
 
     def meta(self) -> dict[str, Any]:
@@ -71,10 +64,6 @@ class SuiteRun:
     record: Callable[[Played], None]
 
 
-OWN_FIELDS = ("suite", "out", "tokenizer", "options")
-"""SuiteRequest's fields not taken as they are from the parsed options."""
-
-
 class Suite(ABC):
     """One benchmark run through `seal eval --suite NAME`."""
 
@@ -85,7 +74,9 @@ class Suite(ABC):
     """Default of --max-llm-calls and what it counts in this suite."""
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        add_endpoint_arguments(parser)
+        """The shared flags, `--max-llm-calls` with this suite's default and meaning, the suite's own."""
+        shared = [f.name for f in fields(EndpointSettings) if f.name != "max_llm_calls"]
+        add_endpoint_arguments(parser, shared)
         default, meaning = self.max_llm_calls
         parser.add_argument(
             "--max-llm-calls", type=int, default=default, help=f"{meaning} (default: %(default)s)"
@@ -153,9 +144,7 @@ def build_suite_request(suite: Suite, args: argparse.Namespace) -> SuiteRequest:
     check_endpoint_arguments(args)
     options = settings_from_flags(suite.settings, args) if suite.settings is not None else None
     out = args.out or Path("outputs") / "eval" / f"{_slug(args.model)}-{suite.name}-{args.protocol}"
-    shared = {f.name: getattr(args, f.name) for f in fields(SuiteRequest) if f.name not in OWN_FIELDS}
-    tokenizer = None if args.tokenizer is None else str(args.tokenizer)
-    return SuiteRequest(suite=suite.name, out=Path(out), tokenizer=tokenizer, options=options, **shared)
+    return settings_from_flags(SuiteRequest, args, suite=suite.name, out=Path(out), options=options)
 
 
 def _open_folder(request: SuiteRequest, selection: tuple[str, ...]) -> tuple[RunFolder, dict, int]:

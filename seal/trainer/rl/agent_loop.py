@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigKeyError
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput
 
 from seal.bfcl.tasks import category_of
@@ -97,7 +98,11 @@ def rollout_settings(trainer_config: Any) -> RolloutSettings:
     node = OmegaConf.select(trainer_config, "seal.rollout", default=None)
     if node is None:
         return RolloutSettings()
-    return RolloutSettings.from_mapping(OmegaConf.to_container(node, resolve=True))
+    values = OmegaConf.to_container(node, resolve=True)
+    try:
+        return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(RolloutSettings), values))
+    except ConfigKeyError as exc:
+        raise ValueError(f"unknown seal.rollout setting(s): {exc.key}") from None
 
 
 def uses_chatml(tokenizer: Any) -> bool:

@@ -39,7 +39,7 @@ class ClosedLoop:
 
     def __init__(self, settings: SealSettings) -> None:
         self.settings = settings
-        self.apatch_config = settings.apatch.to_config()
+        self.apatch_config = settings.apatch
         self.profile = FailureProfile()
         self.apatch = APatchState.initial(self.apatch_config)
         self.interface: dict[str, Any] | None = None

@@ -547,4 +547,4 @@ def test_rollout_settings_defaults_follow_table_4_and_bad_values_are_refused(fol
         with pytest.raises(ValueError, match=r"seal\.rollout"):
             RolloutSettings(**bad)
     with pytest.raises(ValueError, match=r"unknown seal\.rollout setting"):
-        RolloutSettings.from_mapping(OmegaConf.create({"max_calls": 3}))
+        rollout_settings(OmegaConf.create({"seal": {"rollout": {"max_calls": 3}}}))
