@@ -22,7 +22,7 @@ from seal.env.auth import TOKEN_HEADER, token_from_environment
 from seal.env.episode import EpisodeResult
 from seal.env.store import EpisodeStore, StoreError, one_line
 from seal.protocol.representable import unicode_text
-from seal.urls import masked_url
+from seal.urls import masked_url, split_credentials
 
 T = TypeVar("T")
 
@@ -80,7 +80,8 @@ class HttpEnvClient:
     server (refused or timed-out connects) are retried, with exponential backoff, at most `retries`
     times; a GET is also retried after a broken connection, because reading twice changes nothing.
     Every request carries `token` (default `$SEAL_ENV_TOKEN`), which a service bound beyond loopback
-    requires (seal/env/auth.py).
+    requires (seal/env/auth.py); a user:password in `base_url` (a proxy in front of the service) is sent as
+    HTTP Basic auth and shown masked in errors.
     """
 
     def __init__(
@@ -94,7 +95,7 @@ class HttpEnvClient:
     ) -> None:
         if timeout <= 0 or retries < 0 or backoff < 0 or max_connections < 1:
             raise ValueError("timeout and max_connections must be positive, retries and backoff non-negative")
-        self.base_url = base_url.rstrip("/")
+        self.base_url, self.basic_auth = split_credentials(base_url.rstrip("/"))
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -131,6 +132,7 @@ class HttpEnvClient:
                 trust_env=False,
                 transport=AiohttpTransport(trust_env=False, limits=limits),
                 headers={TOKEN_HEADER: self.token} if self.token else None,
+                auth=self.basic_auth,
             )
         return client
 

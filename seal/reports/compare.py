@@ -34,6 +34,7 @@ from seal.bfcl.tasks import CATEGORIES
 from seal.reports.pass_rate import SplitScore, score_rows
 from seal.reports.runs import split_of
 from seal.reports.tables import SHORT_NAMES
+from seal.urls import masked_text, masked_values
 
 RECORDS = "launcher_record"
 REFERENCE_ARM = "vanilla"
@@ -161,9 +162,10 @@ def read_run(run: Path, records: Path | None = None) -> Run:
     if not run.is_dir():
         raise ComparisonError(f"{run}: no such run folder")
     found = launch_records(run, records)
-    config = flatten(OmegaConf.to_container(OmegaConf.load(found[-1] / "config.yaml")))
+    config = masked_values(flatten(OmegaConf.to_container(OmegaConf.load(found[-1] / "config.yaml"))))
     record = found[0] / "record.json"
     argv = json.loads(record.read_text(encoding="utf-8"))["command"] if record.is_file() else []
+    argv = [masked_text(part) for part in argv]  # records written before credentials were masked
     command = " ".join(["python", *argv[1:]] if argv and Path(argv[0]).name.startswith("python") else argv)
     try:
         steps = read_steps(run)

@@ -4,6 +4,7 @@ learning recipe's two arms x three seeds, arm and seed read from the launch reco
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import statistics
 from pathlib import Path
@@ -207,3 +208,17 @@ def test_unreadable_runs_are_one_line_and_exit_1(root, tmp_path, capsys):
     twice = [root / "experiments" / "learn_seal_s1"] * 2
     with pytest.raises(ComparisonError, match="same seed"):
         compare(twice, tmp_path / "out")
+
+
+def test_a_record_written_before_credentials_were_masked_is_read_masked(tmp_path):
+    run = build(tmp_path, "vanilla", 1)
+    (record,) = (tmp_path / "launcher_record" / run.name).iterdir()
+    secret = "pw-SENTINEL-0b4f"
+    saved = json.loads((record / "record.json").read_text())
+    saved["command"] += ["--env-url", f"http://user:{secret}@h:8"]
+    (record / "record.json").write_text(json.dumps(saved))
+    config = (record / "config.yaml").read_text()
+    (record / "config.yaml").write_text(config.replace("env_url: ", f"env_url: http://user:{secret}@h:9 #"))
+    read = read_run(run)
+    assert read.command.endswith("--env-url http://***@h:8")
+    assert read.config["seal.rollout.env_url"] == "http://***@h:9"
