@@ -101,7 +101,6 @@ def test_credentials_in_the_base_url_reach_no_output(tmp_path, capsys, monkeypat
     assert "cannot reach http://***@127.0.0.1:9/v1/models" in printed.err
 
 
-
 def test_credentials_in_the_env_url_are_used_and_reach_no_output(tmp_path, capsys):
     tasks = sample(1)[:2]
     with service_in_thread() as env_url, serve(Script(tasks)) as url:

@@ -83,7 +83,8 @@ def write_record(
     """Write the record of one launch into `folder` (created) and return it."""
     folder.mkdir(parents=True, exist_ok=False)
     (folder / "config.yaml").write_text(masked_text(to_yaml(config)), encoding="utf-8")
-    (folder / "overrides.txt").write_text("".join(f"{masked_text(line)}\n" for line in overrides), encoding="utf-8")
+    lines = "".join(f"{masked_text(line)}\n" for line in overrides)
+    (folder / "overrides.txt").write_text(lines, encoding="utf-8")
     record = {
         "command": [sys.executable, *argv],
         "cwd": str(Path.cwd()),

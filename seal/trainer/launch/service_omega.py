@@ -45,8 +45,8 @@ def omega_start(config: DictConfig, settings: SealSettings, service: dict[str, A
     if adopt:
         return f"the running service's {held}, adopted (--adopt-omega) instead of {start}"
     raise PreflightError(
-        f"the environment service at {masked_url(url)} holds {held}, not the experiment's start ({start}): start a "
-        "fresh one (--with-bfcl, or restart it), or train from its Ω with --adopt-omega"
+        f"the environment service at {masked_url(url)} holds {held}, not the experiment's start ({start}): "
+        "start a fresh one (--with-bfcl, or restart it), or train from its Ω with --adopt-omega"
     )
 
 

@@ -27,7 +27,10 @@ def written_text(folder: Path) -> str:
 
 def test_urls_in_text_and_in_nested_values_are_masked():
     line = f"--env-url {keyed('http://h:1/')} seal.rollout.env_url={keyed('http://h:2')} x=http://h/?token=t1"
-    assert masked_text(line) == "--env-url http://***@h:1/ seal.rollout.env_url=http://***@h:2 x=http://h/?token=***"
+    assert (
+        masked_text(line)
+        == "--env-url http://***@h:1/ seal.rollout.env_url=http://***@h:2 x=http://h/?token=***"
+    )
     value = {"a": [keyed("http://h:3"), 3, None], "b": "plain text, no URL"}
     assert masked_values(value) == {"a": ["http://***@h:3", 3, None], "b": "plain text, no URL"}
 
@@ -42,7 +45,7 @@ def test_a_dry_run_that_starts_its_own_service_never_prints_the_password(capsys,
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_credentialed_running_service_is_used_shown_masked_and_recorded_masked(capsys, monkeypatch, tmp_path):
+def test_a_credentialed_running_service_is_used_and_shown_and_recorded_masked(capsys, monkeypatch, tmp_path):
     launch_dir = tmp_path / "launch"
     launch_dir.mkdir()
     monkeypatch.chdir(launch_dir)
@@ -76,4 +79,3 @@ def test_a_refusal_naming_a_credentialed_service_masks_it(capsys, monkeypatch, t
     err = capsys.readouterr().err
     assert "environment service at http://***@127.0.0.1:" in err and SECRET not in err
     assert len(err.strip().splitlines()) == 1
-
