@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from seal.env.episode import EpisodeResult
-from seal.env.store import MAX_ACTION_CHARS, MAX_TASK_ID_CHARS, BadRequest
+from seal.env.store import MAX_TASK_ID_CHARS, BadRequest
 from seal.protocol import PROTOCOLS
 from seal.tocf.profile import MAX_EXACT
 
@@ -35,7 +35,10 @@ class CreateEpisode(BaseModel):
 
 class StepAction(BaseModel):
     model_config = _CLOSED
-    action: str = Field(max_length=MAX_ACTION_CHARS, description="the assistant message text")
+    action: str = Field(
+        description="the assistant message text; one longer than 131,072 characters is a rejected message "
+        "(seal/env/action_limit.py), scored as the model's mistake"
+    )
 
 
 def _whole(value: Any) -> Any:

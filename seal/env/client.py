@@ -18,6 +18,7 @@ import httpx
 from httpx_aiohttp import AiohttpTransport
 
 from seal.env import wire
+from seal.env.action_limit import kept_action
 from seal.env.auth import TOKEN_HEADER, token_from_environment
 from seal.env.episode import EpisodeResult
 from seal.env.store import EpisodeStore, StoreError, one_line
@@ -173,8 +174,9 @@ class HttpEnvClient:
 
     async def step(self, episode_id: str, action: str) -> dict[str, Any]:
         """The action is sent as Unicode text, as the episode reads it (a lone surrogate, which has no
-        UTF-8 form and which the service refuses as a malformed body, becomes U+FFFD)."""
-        body = {"action": unicode_text(action)}
+        UTF-8 form and which the service refuses as a malformed body, becomes U+FFFD); of an over-long one
+        only the part the episode keeps is sent (seal/env/action_limit.py): any generation fits a body."""
+        body = {"action": unicode_text(kept_action(action))}
         return await self._request("POST", f"/episodes/{_segment(episode_id)}/step", body)
 
     async def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
