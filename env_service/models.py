@@ -87,6 +87,18 @@ class ProfileUpdate(BaseModel):
     )
 
 
+class InterfaceState(BaseModel):
+    """The body of `PUT /interface/state`: an Ω's whole state as `GET /interface` answers it, its text
+    included, which the service serves exactly (a resumed run's Ω; seal/env/omega_state.py)."""
+
+    model_config = _CLOSED
+    version: Count
+    config: dict[str, Any]
+    guidelines: list[str]
+    profile: dict[str, Any] | None
+    system_suffix: str = Field(description="the text Ω adds to the system prompt; checked against the rest")
+
+
 class Error(BaseModel):
     detail: str
 

@@ -62,6 +62,8 @@ class EnvClient(Protocol):
 
     async def put_profile(self, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]: ...
 
+    async def put_interface(self, omega: dict[str, Any]) -> dict[str, Any]: ...
+
     async def health(self) -> dict[str, Any]: ...
 
     async def list_tasks(self, split: str = "all") -> list[str]: ...
@@ -196,6 +198,9 @@ class HttpEnvClient:
         body = {"profile": profile} if version is None else {"profile": profile, "version": version}
         return await self._request("PUT", "/interface/profile", body)
 
+    async def put_interface(self, omega: dict[str, Any]) -> dict[str, Any]:
+        return await self._request("PUT", "/interface/state", omega)
+
     async def health(self) -> dict[str, Any]:
         return await self._request("GET", "/healthz")
 
@@ -240,6 +245,9 @@ class InProcessEnvClient:
 
     async def put_profile(self, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
         return self._call(self.store.update_profile, profile, version)
+
+    async def put_interface(self, omega: dict[str, Any]) -> dict[str, Any]:
+        return self._call(self.store.put_interface, omega)
 
     async def health(self) -> dict[str, Any]:
         return self._call(self.store.health)
