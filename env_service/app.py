@@ -150,7 +150,7 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
 
     app = FastAPI(
         title="SEAL BFCL environment service",
-        version="1.2",
+        version="1.3",
         description="Episodes of the 800 BFCL V3 multi-turn tasks, and the training interface Ω.",
         lifespan=lifespan,
     )
