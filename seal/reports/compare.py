@@ -95,7 +95,7 @@ def read_steps(run: Path) -> pd.DataFrame:
         for where, record in json_objects(path):
             data, step = record.get("data"), record.get("step")
             if not isinstance(data, dict) or isinstance(step, bool) or not isinstance(step, int):
-                raise JsonLinesError(f"{where}: a metrics line is {{\"step\": int, \"data\": {{...}}}}")
+                raise JsonLinesError(f'{where}: a metrics line is {{"step": int, "data": {{...}}}}')
             if "timing_s/step" in data:
                 rows[step] = data
     return pd.DataFrame.from_dict(rows, orient="index").sort_index()
