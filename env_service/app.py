@@ -36,6 +36,7 @@ from env_service.models import (
     Finished,
     Health,
     InterfaceOut,
+    InterfaceState,
     ProfileUpdate,
     StepAction,
     Stepped,
@@ -149,7 +150,7 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
 
     app = FastAPI(
         title="SEAL BFCL environment service",
-        version="1.2",
+        version="1.3",
         description="Episodes of the 800 BFCL V3 multi-turn tasks, and the training interface Ω.",
         lifespan=lifespan,
     )
@@ -237,6 +238,18 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     @app.get("/interface", response_model=InterfaceOut, tags=["interface"])
     async def interface() -> JSONResponse:
         return FastJSONResponse(store.interface_json())
+
+    @app.put(
+        "/interface/state",
+        response_model=InterfaceOut,
+        responses=_errors(413, 422),
+        openapi_extra=request_body(InterfaceState),
+        tags=["interface"],
+    )
+    async def put_interface(request: Request) -> JSONResponse:
+        """Serve exactly this Ω (a resumed run's): refused with 422 unless it renders as it says."""
+        body = parse_body(InterfaceState, await request.body())
+        return FastJSONResponse(store.put_interface(body.model_dump()))
 
     @app.put(
         "/interface/profile",

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from seal.env.episode import EpisodeResult
-from seal.env.store import MAX_ACTION_CHARS, MAX_TASK_ID_CHARS, BadRequest
+from seal.env.store import MAX_TASK_ID_CHARS, BadRequest
 from seal.protocol import PROTOCOLS
 from seal.tocf.profile import MAX_EXACT
 
@@ -35,7 +35,10 @@ class CreateEpisode(BaseModel):
 
 class StepAction(BaseModel):
     model_config = _CLOSED
-    action: str = Field(max_length=MAX_ACTION_CHARS, description="the assistant message text")
+    action: str = Field(
+        description="the assistant message text; one longer than 131,072 characters is a rejected message "
+        "(seal/env/action_limit.py), scored as the model's mistake"
+    )
 
 
 def _whole(value: Any) -> Any:
@@ -82,6 +85,18 @@ class ProfileUpdate(BaseModel):
         description="number the new Ω explicitly (a resumed run restoring its saved Ω); "
         "unset: the current version + 1",
     )
+
+
+class InterfaceState(BaseModel):
+    """The body of `PUT /interface/state`: an Ω's whole state as `GET /interface` answers it, its text
+    included, which the service serves exactly (a resumed run's Ω; seal/env/omega_state.py)."""
+
+    model_config = _CLOSED
+    version: Count
+    config: dict[str, Any]
+    guidelines: list[str]
+    profile: dict[str, Any] | None
+    system_suffix: str = Field(description="the text Ω adds to the system prompt; checked against the rest")
 
 
 class Error(BaseModel):

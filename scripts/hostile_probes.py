@@ -2,7 +2,8 @@
 
 A probe is one model reply carrying a value that is hard to represent or to parse: integers beyond 64
 bits or past Python's 4,300-digit limit, lone UTF-16 surrogates in a tool name, an argument or a key,
-JSON nested 60,000 deep, python_list expressions thousands of links long. Each is the first step of an
+JSON nested 60,000 deep, python_list expressions thousands of links long, messages longer than the
+131,072 characters an action may have (seal/env/action_limit.py). Each is the first step of an
 episode (in both modes), which is then finished, on the in-process store, the HTTP service and Ray
 environment actors. A probe passes when the step answers as expected (an error observation the model
 reads, or, for a value that is legitimately executable, the call executed), the episode scores 0 and the
@@ -30,6 +31,7 @@ from urllib.parse import urlsplit
 
 from tqdm import tqdm
 
+from seal.env.action_limit import MAX_ACTION_CHARS
 from seal.env.client import EnvClient, EnvServiceError, InProcessEnvClient, open_episode
 from seal.protocol.base import ERROR_PREFIX
 
@@ -44,6 +46,9 @@ TOO_MANY_DIGITS = "9" * 4301
 DEEP = 60_000
 """Nesting depth of the deep-JSON probes: past any recursion limit, within the 131,072-character action."""
 LINKS = 2_000
+OVER_LONG = "x" * (MAX_ACTION_CHARS + 1)
+ESCAPED_OVER_LONG = "\x01" * (MAX_ACTION_CHARS + 1)
+"""A control character is 6 bytes JSON-escaped: the longest body a SEAL client sends, under 1 MiB."""
 Expect = Literal["rejected", "executed", "answer"]
 
 
@@ -151,6 +156,14 @@ PROBES: tuple[Probe, ...] = (
     Probe("call chain", "python_list", "[f" + "()" * LINKS + "]", "rejected"),
     Probe("subscript chain", "python_list", "[f" + "[0]" * LINKS + "]", "rejected"),
     Probe("deep list argument", "python_list", "[ls(a=" + "[" * DEEP + "]" * DEEP + ")]", "rejected"),
+    Probe(
+        "over-long call",
+        "qwen_fc",
+        _qwen(json.dumps({"name": "echo", "arguments": {"content": OVER_LONG}})),
+        "rejected",
+    ),
+    Probe("over-long answer", "python_list", OVER_LONG, "rejected"),
+    Probe("over-long, escaped", "llama3_json", ESCAPED_OVER_LONG, "rejected"),
 )
 
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "***"
 SECRET_PARAMETER = re.compile(r"key|token|secret|pass|pwd|auth|sig|credential", re.IGNORECASE)
+URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+"""A URL inside free text (a command line, an override, a YAML dump): up to a space or a quote."""
 
 
 def masked_url(url: str) -> str:
@@ -26,6 +30,32 @@ def masked_url(url: str) -> str:
         netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"
     query = "&".join(_masked_parameter(item) for item in parts.query.split("&")) if parts.query else ""
     return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def masked_text(text: str) -> str:
+    """`text` with every URL in it masked (`masked_url`): for command lines, overrides and config dumps."""
+    return URL_IN_TEXT.sub(lambda match: masked_url(match.group()), text)
+
+
+def masked_values(value: Any) -> Any:
+    """A copy of a JSON-like value (mappings, lists, strings) with every URL in its strings masked."""
+    if isinstance(value, str):
+        return masked_text(value)
+    if isinstance(value, Mapping):
+        return {key: masked_values(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [masked_values(item) for item in value]
+    return value
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """`url` without its user:password, and that pair (decoded) or None: for clients whose transport
+    refuses credentials written into the URL beside an Authorization header (aiohttp)."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url, None
+    bare = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+    return bare, (unquote(parts.username), unquote(parts.password or ""))
 
 
 def url_secrets(url: str) -> list[str]:

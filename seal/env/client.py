@@ -18,11 +18,12 @@ import httpx
 from httpx_aiohttp import AiohttpTransport
 
 from seal.env import wire
+from seal.env.action_limit import kept_action
 from seal.env.auth import TOKEN_HEADER, token_from_environment
 from seal.env.episode import EpisodeResult
 from seal.env.store import EpisodeStore, StoreError, one_line
 from seal.protocol.representable import unicode_text
-from seal.urls import masked_url
+from seal.urls import masked_url, split_credentials
 
 T = TypeVar("T")
 
@@ -61,6 +62,8 @@ class EnvClient(Protocol):
 
     async def put_profile(self, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]: ...
 
+    async def put_interface(self, omega: dict[str, Any]) -> dict[str, Any]: ...
+
     async def health(self) -> dict[str, Any]: ...
 
     async def list_tasks(self, split: str = "all") -> list[str]: ...
@@ -80,7 +83,8 @@ class HttpEnvClient:
     server (refused or timed-out connects) are retried, with exponential backoff, at most `retries`
     times; a GET is also retried after a broken connection, because reading twice changes nothing.
     Every request carries `token` (default `$SEAL_ENV_TOKEN`), which a service bound beyond loopback
-    requires (seal/env/auth.py).
+    requires (seal/env/auth.py); a user:password in `base_url` (a proxy in front of the service) is sent as
+    HTTP Basic auth and shown masked in errors.
     """
 
     def __init__(
@@ -94,7 +98,7 @@ class HttpEnvClient:
     ) -> None:
         if timeout <= 0 or retries < 0 or backoff < 0 or max_connections < 1:
             raise ValueError("timeout and max_connections must be positive, retries and backoff non-negative")
-        self.base_url = base_url.rstrip("/")
+        self.base_url, self.basic_auth = split_credentials(base_url.rstrip("/"))
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -131,6 +135,7 @@ class HttpEnvClient:
                 trust_env=False,
                 transport=AiohttpTransport(trust_env=False, limits=limits),
                 headers={TOKEN_HEADER: self.token} if self.token else None,
+                auth=self.basic_auth,
             )
         return client
 
@@ -171,8 +176,9 @@ class HttpEnvClient:
 
     async def step(self, episode_id: str, action: str) -> dict[str, Any]:
         """The action is sent as Unicode text, as the episode reads it (a lone surrogate, which has no
-        UTF-8 form and which the service refuses as a malformed body, becomes U+FFFD)."""
-        body = {"action": unicode_text(action)}
+        UTF-8 form and which the service refuses as a malformed body, becomes U+FFFD); of an over-long one
+        only the part the episode keeps is sent (seal/env/action_limit.py): any generation fits a body."""
+        body = {"action": unicode_text(kept_action(action))}
         return await self._request("POST", f"/episodes/{_segment(episode_id)}/step", body)
 
     async def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
@@ -191,6 +197,9 @@ class HttpEnvClient:
     async def put_profile(self, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
         body = {"profile": profile} if version is None else {"profile": profile, "version": version}
         return await self._request("PUT", "/interface/profile", body)
+
+    async def put_interface(self, omega: dict[str, Any]) -> dict[str, Any]:
+        return await self._request("PUT", "/interface/state", omega)
 
     async def health(self) -> dict[str, Any]:
         return await self._request("GET", "/healthz")
@@ -236,6 +245,9 @@ class InProcessEnvClient:
 
     async def put_profile(self, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
         return self._call(self.store.update_profile, profile, version)
+
+    async def put_interface(self, omega: dict[str, Any]) -> dict[str, Any]:
+        return self._call(self.store.put_interface, omega)
 
     async def health(self) -> dict[str, Any]:
         return self._call(self.store.health)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from seal.env.client import EnvClient, HttpEnvClient, InProcessEnvClient
 from seal.env.store import EpisodeStore, StoreSettings
+
+T = TypeVar("T")
 
 ENV_BACKENDS = ("http", "ray", "inprocess")
 DEFAULT_URL = "http://127.0.0.1:8082"
@@ -80,11 +82,20 @@ async def close_shared_clients() -> None:
 def put_profile(settings: EnvSettings, profile: dict[str, Any], version: int | None = None) -> dict[str, Any]:
     """Evolve(Ω, C_t) on the environment, from synchronous code: the Ω it now serves (with `ray`, the one
     every actor serves)."""
+    return _on_environment(settings, lambda client: client.put_profile(profile, version))
 
-    async def send() -> dict[str, Any]:
+
+def put_interface(settings: EnvSettings, omega: dict[str, Any]) -> dict[str, Any]:
+    """The environment serves exactly `omega` (a resumed run's Ω), from synchronous code: the Ω it now
+    serves (with `ray`, the one every actor serves)."""
+    return _on_environment(settings, lambda client: client.put_interface(omega))
+
+
+def _on_environment(settings: EnvSettings, call: Callable[[EnvClient], Awaitable[T]]) -> T:
+    async def send() -> T:
         client = settings.client()
         try:
-            return await client.put_profile(profile, version)
+            return await call(client)
         finally:
             if isinstance(client, HttpEnvClient):
                 await client.aclose()

@@ -16,6 +16,7 @@ from seal.bfcl.calls import InvalidCallError, ToolCall
 from seal.bfcl.executor import Executor
 from seal.bfcl.tasks import Task, get_task
 from seal.bfcl.verifier import FORCE_TERMINATED, Verdict, official_verdict, turn_checks
+from seal.env.action_limit import kept_action, over_long
 from seal.env.interface import RAW, Interface
 from seal.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
 from seal.protocol.base import CallCandidate, ParsedAction
@@ -159,12 +160,13 @@ class Episode:
     # -- stepping -------------------------------------------------------------------------
     def step(self, action: str) -> StepResult:
         """Play one assistant message. Whatever it says is the model's scored action; its text is read
-        as Unicode (a lone surrogate becomes U+FFFD: seal/protocol/representable.py)."""
+        as Unicode (a lone surrogate becomes U+FFFD: seal/protocol/representable.py); an over-long one is
+        a rejected message, kept in part (seal/env/action_limit.py)."""
         if not isinstance(action, str):
             raise TypeError("an action is the assistant's message text")
         if self.done:
             raise EpisodeDoneError(f"episode of {self.task.id} has ended; no more steps")
-        action = unicode_text(action)
+        action = unicode_text(kept_action(action))
         self.reset()
         index = len(self.actions)
         self.actions.append(action)
@@ -172,7 +174,7 @@ class Episode:
         self.steps_in_turn += 1
         turn = self.turns[self.turn]
         turn.messages.append(index)
-        parsed = self.protocol.parse(action)
+        parsed = over_long(action) or self.protocol.parse(action)
         info: dict[str, Any] = {"turn": self.turn, "accepted": [], "rejected": [], "errors": []}
         info["turn_ended"] = not parsed.has_markup
         observation = self._end_turn() if info["turn_ended"] else self._act(index, parsed, turn, info)

@@ -43,13 +43,25 @@ from seal.env.store import EpisodeStore, StoreSettings
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
+Answers = dict[str, tuple[Any, tuple[int, str] | None]]
+"""Each actor's answer to a call, by name: `(value, None)` or `(None, (status, reason))`."""
 
 NAMESPACE = "seal_env"
 FLEET_NAME = "seal-env-fleet"
 ACTOR_PREFIX = "seal-env-"
 EPISODE_SEPARATOR = ":"
 ENV_CALLS = frozenset(
-    {"create_episode", "step", "finish", "delete", "get_interface", "put_profile", "health", "list_tasks"}
+    {
+        "create_episode",
+        "step",
+        "finish",
+        "delete",
+        "get_interface",
+        "put_profile",
+        "put_interface",
+        "health",
+        "list_tasks",
+    }
 )
 FLEET_DIED = f"the environment fleet ({FLEET_NAME}) died, and every environment actor with it"
 FLEET_REBUILT = "the trainer starts a new one serving the last agreed Ω at its next step or validation"
@@ -130,12 +142,18 @@ class EnvFleet:
             "environment actor %s started (Ω %s)", name, describe_omega(self.omega) if self.omega else "v0"
         )
 
-    def put_profile(
-        self, profile: dict[str, Any], version: int | None
-    ) -> dict[str, tuple[Any, tuple[int, str] | None]]:
+    def put_profile(self, profile: dict[str, Any], version: int | None) -> Answers:
         """Evolve on every actor (dead ones replaced first); each actor's answer by name."""
+        return self._everywhere("put_profile", (profile, version))
+
+    def put_interface(self, omega: dict[str, Any]) -> Answers:
+        """Every actor (dead ones replaced first) serves exactly `omega`; each actor's answer by name."""
+        return self._everywhere("put_interface", (omega,))
+
+    def _everywhere(self, method: str, args: tuple[Any, ...]) -> Answers:
+        """`method` on every actor; the Ω the first that succeeded serves is the one replacements serve."""
         names = [name for names in self.place().values() for name in names]
-        refs = [_actor(name).call.remote("put_profile", (profile, version)) for name in names]
+        refs = [_actor(name).call.remote(method, args) for name in names]
         answers = dict(zip(names, ray.get(refs), strict=True))
         served = next((value for value, error in answers.values() if error is None), None)
         if served is not None:
@@ -332,6 +350,10 @@ class RayEnvClient:
         """Evolve on every actor of the cluster; the Ω they all serve, or one line naming one that
         refused or serves another Ω."""
         return agreed_omega(await self._fleet_call("put_profile", profile, version))
+
+    async def put_interface(self, omega: dict[str, Any]) -> dict[str, Any]:
+        """Every actor of the cluster serves exactly `omega` (a resumed run's); the Ω they all serve."""
+        return agreed_omega(await self._fleet_call("put_interface", omega))
 
 
 def agreed_omega(answers: dict[str, tuple[Any, tuple[int, str] | None]]) -> dict[str, Any]:

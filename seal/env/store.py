@@ -23,13 +23,13 @@ from seal.bfcl.tasks import UnknownTaskError, get_task, load_tasks, split_ids
 from seal.env.context_limits import CUTS
 from seal.env.episode import MODES, Episode, EpisodeDoneError, EpisodeLimits, EpisodeResult, Mode
 from seal.env.interface import DEFAULT_PRESET, PRESETS, Interface, build_interface, evolve
+from seal.env.omega_state import restore
 from seal.flags import comma_list, setting
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, get_protocol
 from seal.tocf.labels import DEFAULT_PRIORITY, DEFAULT_TAXONOMY, TAXONOMIES, validate_priority
 
 MAX_TASK_ID_CHARS = 128
 MAX_PROTOCOL_CHARS = 64
-MAX_ACTION_CHARS = 131_072
 MAX_REASON_CHARS = 500
 
 
@@ -223,8 +223,8 @@ class EpisodeStore:
         return get_protocol(name)
 
     def step(self, episode_id: str, action: str) -> dict[str, Any]:
-        if not isinstance(action, str) or len(action) > MAX_ACTION_CHARS:
-            raise BadRequest(f"action must be a string of at most {MAX_ACTION_CHARS} characters")
+        if not isinstance(action, str):
+            raise BadRequest("action must be a string")
         entry = self._get(episode_id)
         with entry.lock:
             if entry.episode is None or entry.episode.done:
@@ -314,6 +314,16 @@ class EpisodeStore:
         with self._lock:
             self._counters["evolved"] += 1
         return evolved.to_json()
+
+    def put_interface(self, omega: Mapping[str, Any]) -> dict[str, Any]:
+        """Serve exactly the Ω whose whole state (`Interface.to_json()`, its text included) is `omega`: a
+        resumed run's, which Evolve from Ω0 could not make again (guideline selection has hysteresis)."""
+        try:
+            interface = restore(omega)
+        except (ValueError, TypeError) as exc:
+            raise BadRequest(f"not an Ω this service can serve: {exc}") from None
+        self.adopt_interface(interface)
+        return self.interface_json()
 
     def adopt_interface(self, interface: Interface) -> None:
         """Serve exactly `interface` (an environment actor replacing one that died takes over its Ω

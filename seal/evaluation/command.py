@@ -275,7 +275,7 @@ async def _check_environment(client: EnvClient, request: EvalRequest) -> None:
         raise PreflightError(f"the environment ({request.env_backend}) does not answer: {exc}") from exc
     if health.get("taxonomy", request.taxonomy) != request.taxonomy:
         raise PreflightError(
-            f"the environment service at {request.environment().url} diagnoses with taxonomy "
+            f"the environment service at {masked_url(request.environment().url)} diagnoses with taxonomy "
             f"{health['taxonomy']!r}, not --taxonomy {request.taxonomy!r}: pass --taxonomy "
             f"{health['taxonomy']} or start the service with --taxonomy {request.taxonomy}"
         )

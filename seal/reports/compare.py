@@ -26,14 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pandas as pd
 from omegaconf import OmegaConf
 
 from seal.bfcl.tasks import CATEGORIES
+from seal.jsonl import JsonLinesError, json_objects
 from seal.reports.pass_rate import SplitScore, score_rows
-from seal.reports.runs import split_of
+from seal.reports.runs import dump_rows, split_of
 from seal.reports.tables import SHORT_NAMES
+from seal.urls import masked_text, masked_values
 
 RECORDS = "launcher_record"
 REFERENCE_ARM = "vanilla"
@@ -91,11 +92,12 @@ def read_steps(run: Path) -> pd.DataFrame:
         raise FileNotFoundError(f"{run}/metrics/*.jsonl: no metrics (is 'file' in trainer.logger?)")
     rows: dict[int, dict[str, float]] = {}
     for path in files:
-        for line in path.read_bytes().splitlines():
-            record = orjson.loads(line)
-            data = record["data"]
+        for where, record in json_objects(path):
+            data, step = record.get("data"), record.get("step")
+            if not isinstance(data, dict) or isinstance(step, bool) or not isinstance(step, int):
+                raise JsonLinesError(f'{where}: a metrics line is {{"step": int, "data": {{...}}}}')
             if "timing_s/step" in data:
-                rows[int(record["step"])] = data
+                rows[step] = data
     return pd.DataFrame.from_dict(rows, orient="index").sort_index()
 
 
@@ -105,7 +107,7 @@ def read_val(run: Path) -> dict[int, SplitScore]:
     for path in sorted((run / "validation").glob("*.jsonl")):
         if not path.stem.isdigit():
             continue
-        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = dump_rows(path)
         outside = sorted({str(t) for r in rows if split_of(t := r.get("task_id") or r.get("gts")) != "val"})
         if outside:
             raise ComparisonError(
@@ -161,15 +163,16 @@ def read_run(run: Path, records: Path | None = None) -> Run:
     if not run.is_dir():
         raise ComparisonError(f"{run}: no such run folder")
     found = launch_records(run, records)
-    config = flatten(OmegaConf.to_container(OmegaConf.load(found[-1] / "config.yaml")))
+    config = masked_values(flatten(OmegaConf.to_container(OmegaConf.load(found[-1] / "config.yaml"))))
     record = found[0] / "record.json"
     argv = json.loads(record.read_text(encoding="utf-8"))["command"] if record.is_file() else []
+    argv = [masked_text(part) for part in argv]  # records written before credentials were masked
     command = " ".join(["python", *argv[1:]] if argv and Path(argv[0]).name.startswith("python") else argv)
     try:
-        steps = read_steps(run)
-    except FileNotFoundError as exc:
+        steps, val = read_steps(run), read_val(run)
+    except (FileNotFoundError, JsonLinesError) as exc:
         raise ComparisonError(str(exc)) from exc
-    return Run(run, arm_of(config), seed_of(config), config, command, steps, read_val(run))
+    return Run(run, arm_of(config), seed_of(config), config, command, steps, val)
 
 
 def group_by_arm(runs: Sequence[Run]) -> dict[str, list[Run]]:

@@ -25,6 +25,7 @@ from seal.protocol.ground_truth import ground_truth_actions
 from seal.tocf import APatchState, FailureProfile, apatch_factors
 from seal.tocf.labels import CORRECT_ABSTENTION, EXCLUDED, LABELS_OF, PASS
 from seal.trainer.settings import SealSettings
+from seal.urls import masked_url
 
 EPISODE_MODES = ("train", "eval")
 """Training rollouts run under Ω, validation and test episodes under the raw interface."""
@@ -159,7 +160,7 @@ async def check_service(url: str, settings: SealSettings, tasks: Sequence[str]) 
     """`check_environment` through the HTTP service at `url`."""
     client = HttpEnvClient(url, timeout=settings.rollout.env_timeout_s, retries=settings.rollout.env_retries)
     try:
-        return await check_environment(client, f"environment service at {url}", settings, tasks)
+        return await check_environment(client, f"environment service at {masked_url(url)}", settings, tasks)
     finally:
         await client.aclose()
 

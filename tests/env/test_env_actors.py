@@ -35,6 +35,7 @@ from seal.tocf import REFERENCE_LABELS, FailureProfile
 from seal.tocf.labels import PASS, RESPONSE_MISMATCH, STATE_MISMATCH
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
 from seal.trainer.rl.agent_loop import request_task
+from seal.trainer.rl.resume_omega import restore_omega
 from seal.trainer.rl.trainer import SealPPOTrainer
 from seal.trainer.sft.scripted_server import ScriptedLLMServer
 from tests.support import ray_session
@@ -234,6 +235,24 @@ async def test_a_replacement_under_the_full_interface_serves_the_identical_omega
     assert replaced == second and "[State-aware]" in replaced["system_suffix"]
     third = await RayEnvClient(timeout=30).put_profile(failures(10, 90))  # every actor agrees again
     assert third["version"] == second["version"] + 1 and third["guidelines"] == second["guidelines"]
+
+
+def test_a_resumed_run_s_omega_is_served_exactly_by_every_actor_and_by_replacements(trainer: SealPPOTrainer):
+    """On resume the trainer sends the checkpoint's whole Ω (seal/trainer/rl/resume_omega.py, from
+    synchronous code): every actor serves it, guidelines kept by hysteresis included, and so does an actor
+    that replaces a dead one."""
+    saved = evolve(evolve(build_interface("full"), failures(20, 80)), failures(10, 90), version=41).to_json()
+    assert saved["guidelines"] == ["State-aware", "Format"]
+    restore_omega(trainer.seal_settings.rollout.env(), saved)
+    nodes = list(map(node_with, NODE_RESOURCES))
+    for node in nodes:
+        assert asyncio.run(RayEnvClient(timeout=30, node_id=node).get_interface()) == saved
+    name = actor_name(nodes[1], 0)
+    dead = ray.get_actor(name, namespace=NAMESPACE)
+    ray.kill(dead, no_restart=True)
+    wait_until_dead(name)
+    assert asyncio.run(RayEnvClient(timeout=30, node_id=nodes[1]).get_interface()) == saved
+    assert ray.get_actor(name, namespace=NAMESPACE)._actor_id != dead._actor_id  # served by a replacement
 
 
 @pytest.fixture(scope="module")

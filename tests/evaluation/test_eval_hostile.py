@@ -19,6 +19,7 @@ from seal.protocol.ground_truth import END_OF_TURN as DONE
 from tests.evaluation.test_eval import lines, run, sample, summary
 from tests.support.chatml import chatml_tokenizer
 from tests.support.scripted_endpoint import Script, completion, scripted_tokens, serve
+from tests.support.service_thread import service_in_thread
 
 HOSTILE_REPLIES = (
     '<tool_call>\n{"name": "ls", "arguments": {"a": 99999999999999999999}}\n</tool_call>',
@@ -98,6 +99,20 @@ def test_credentials_in_the_base_url_reach_no_output(tmp_path, capsys, monkeypat
     for text in (printed.out + printed.err, *(p.read_text() for p in tmp_path.rglob("*") if p.is_file())):
         assert SECRET not in text and BASIC not in text
     assert "cannot reach http://***@127.0.0.1:9/v1/models" in printed.err
+
+
+def test_credentials_in_the_env_url_are_used_and_reach_no_output(tmp_path, capsys):
+    tasks = sample(1)[:2]
+    with service_in_thread() as env_url, serve(Script(tasks)) as url:
+        keyed_env = env_url.replace("http://", f"http://user:{SECRET}@")
+        http_env = ("--env-backend", "http", "--env-url", keyed_env)
+        assert run(url, tmp_path / "served", *http_env, tasks=tasks) == 0
+        assert run(url, tmp_path / "other", *http_env, "--taxonomy", "paper", tasks=tasks) == 1
+    assert [e["reward"] for e in lines(tmp_path / "served" / "episodes.jsonl")] == [1.0, 1.0]
+    printed = capsys.readouterr()
+    assert "the environment service at http://***@127.0.0.1:" in printed.err
+    for text in (printed.out + printed.err, *(p.read_text() for p in tmp_path.rglob("*") if p.is_file())):
+        assert SECRET not in text and BASIC not in text
 
 
 @pytest.fixture(scope="module")

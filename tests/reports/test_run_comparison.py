@@ -4,6 +4,7 @@ learning recipe's two arms x three seeds, arm and seed read from the launch reco
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import statistics
 from pathlib import Path
@@ -207,3 +208,36 @@ def test_unreadable_runs_are_one_line_and_exit_1(root, tmp_path, capsys):
     twice = [root / "experiments" / "learn_seal_s1"] * 2
     with pytest.raises(ComparisonError, match="same seed"):
         compare(twice, tmp_path / "out")
+
+
+def test_a_record_written_before_credentials_were_masked_is_read_masked(tmp_path):
+    run = build(tmp_path, "vanilla", 1)
+    (record,) = (tmp_path / "launcher_record" / run.name).iterdir()
+    secret = "pw-SENTINEL-0b4f"
+    saved = json.loads((record / "record.json").read_text())
+    saved["command"] += ["--env-url", f"http://user:{secret}@h:8"]
+    (record / "record.json").write_text(json.dumps(saved))
+    config = (record / "config.yaml").read_text()
+    (record / "config.yaml").write_text(config.replace("env_url: ", f"env_url: http://user:{secret}@h:9 #"))
+    read = read_run(run)
+    assert read.command.endswith("--env-url http://***@h:8")
+    assert read.config["seal.rollout.env_url"] == "http://***@h:9"
+
+
+@pytest.mark.parametrize(
+    ("file", "line", "says"),
+    [
+        ("validation/0.jsonl", "[1, 2]", "expected a JSON object, got a JSON array"),
+        ("validation/0.jsonl", '{"task_id": "multi_turn_base_0", "score": NaN}', "not a finite number"),
+        ("validation/0.jsonl", "{not json", "not JSON"),
+        ("metrics/20260101T000000Z.jsonl", '{"step": "x", "data": {}}', "a metrics line is"),
+    ],
+)
+def test_a_bad_line_in_a_run_is_one_error_naming_its_file_and_line(tmp_path, file, line, says):
+    run = build(tmp_path, "vanilla", 1)
+    path = run / file
+    count = len(path.read_text().splitlines())
+    path.write_text(path.read_text() + line + "\n")
+    with pytest.raises(ComparisonError) as raised:
+        read_run(run)
+    assert str(raised.value).startswith(f"{path}:{count + 1}: ") and says in str(raised.value)

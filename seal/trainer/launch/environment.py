@@ -20,6 +20,7 @@ from seal.env.store import EpisodeStore
 from seal.flags import to_flags
 from seal.trainer.preflight import check_environment, check_service, preflight_tasks
 from seal.trainer.settings import SealSettings, episode_capacity
+from seal.urls import masked_url
 
 
 @contextlib.contextmanager
@@ -33,11 +34,11 @@ def environment(
         yield {"backend": "ray", "started_by_launcher": False}
         return
     if not fresh and is_healthy(url):
-        print(f"environment  using the running service at {url}")
+        print(f"environment  using the running service at {masked_url(url)}")
         yield {"url": url, "started_by_launcher": False}
         return
     if not fresh:
-        print(f"environment  no service answers at {url}: starting one")
+        print(f"environment  no service answers at {masked_url(url)}: starting one")
     flags = service_flags(settings, config)
     with running_service(flags, log_path=log) as service:
         where = f", log {log}" if log else ""
@@ -77,8 +78,8 @@ def service_row(service: dict[str, Any], asked: str, args: argparse.Namespace) -
     if service.get("backend") == "ray":
         return "none (seal.rollout.env_backend=ray: environment actors instead)"
     if not service["started_by_launcher"]:
-        return f"{service['url']} (already running: used as it is)"
-    why = "--with-bfcl" if args.with_bfcl else f"none answers at {asked}"
+        return f"{masked_url(service['url'])} (already running: used as it is)"
+    why = "--with-bfcl" if args.with_bfcl else f"none answers at {masked_url(asked)}"
     if args.dry_run:
         return f"one the launch starts ({why}); the one this dry run checked is stopped"
     return f"{service['url']}, started for this launch ({why}), pid {service['pid']}; stopped with it"

@@ -3,6 +3,7 @@
 `launcher_record/<experiment>/<UTC time>/` holds `config.yaml` (the resolved config), `overrides.txt`
 (the command-line overrides, one per line) and `record.json` (command, git revision, package versions,
 the environment service used). One folder per launch, so a resumed run keeps the record of every launch.
+Credentials a URL carries (`http://user:pw@host`) are masked in all three (seal/urls.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from seal.trainer.experiment import PROJECT_ROOT, to_yaml
+from seal.urls import masked_text, masked_values
 
 RECORD_ROOT = Path("launcher_record")
 PACKAGES = (
@@ -80,8 +82,9 @@ def write_record(
 ) -> Path:
     """Write the record of one launch into `folder` (created) and return it."""
     folder.mkdir(parents=True, exist_ok=False)
-    (folder / "config.yaml").write_text(to_yaml(config), encoding="utf-8")
-    (folder / "overrides.txt").write_text("".join(f"{line}\n" for line in overrides), encoding="utf-8")
+    (folder / "config.yaml").write_text(masked_text(to_yaml(config)), encoding="utf-8")
+    lines = "".join(f"{masked_text(line)}\n" for line in overrides)
+    (folder / "overrides.txt").write_text(lines, encoding="utf-8")
     record = {
         "command": [sys.executable, *argv],
         "cwd": str(Path.cwd()),
@@ -93,5 +96,5 @@ def write_record(
         "packages": package_versions(),
         "environment_service": environment,
     }
-    (folder / "record.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    (folder / "record.json").write_text(json.dumps(masked_values(record), indent=2) + "\n", encoding="utf-8")
     return folder

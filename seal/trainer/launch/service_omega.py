@@ -22,6 +22,7 @@ from seal.env.client import EnvServiceError, HttpEnvClient
 from seal.env.omega_state import describe_omega, is_start
 from seal.trainer.preflight import PreflightError
 from seal.trainer.settings import SealSettings
+from seal.urls import masked_url
 
 
 def omega_start(config: DictConfig, settings: SealSettings, service: dict[str, Any], adopt: bool) -> str:
@@ -44,8 +45,8 @@ def omega_start(config: DictConfig, settings: SealSettings, service: dict[str, A
     if adopt:
         return f"the running service's {held}, adopted (--adopt-omega) instead of {start}"
     raise PreflightError(
-        f"the environment service at {url} holds {held}, not the experiment's start ({start}): start a "
-        "fresh one (--with-bfcl, or restart it), or train from its Ω with --adopt-omega"
+        f"the environment service at {masked_url(url)} holds {held}, not the experiment's start ({start}): "
+        "start a fresh one (--with-bfcl, or restart it), or train from its Ω with --adopt-omega"
     )
 
 
@@ -55,7 +56,7 @@ async def _served_omega(url: str, settings: SealSettings) -> dict[str, Any]:
         async with HttpEnvClient(url, timeout=rollout.env_timeout_s, retries=rollout.env_retries) as client:
             return await client.get_interface()
     except EnvServiceError as exc:
-        raise PreflightError(f"environment service at {url}: GET /interface: {exc}") from exc
+        raise PreflightError(f"environment service at {masked_url(url)}: GET /interface: {exc}") from exc
 
 
 def resume_checkpoint(config: DictConfig) -> Path | None:

@@ -16,6 +16,8 @@ from omegaconf import DictConfig, OmegaConf
 from verl.trainer.main_ppo import TaskRunnerV1
 from verl.utils.logging_utils import configure_verl_logging
 
+from seal.urls import masked_values
+
 
 @ray.remote
 class SealTaskRunner(TaskRunnerV1.__ray_actor_class__):
@@ -32,7 +34,7 @@ class SealTaskRunner(TaskRunnerV1.__ray_actor_class__):
             raise ValueError(f"SEAL trains with trainer.v1.trainer_mode=sync only, got {mode!r}")
         config.transfer_queue.enable = True
         OmegaConf.resolve(config)
-        pprint(OmegaConf.to_container(config))
+        pprint(masked_values(OmegaConf.to_container(config)))
         self.config = config
         tq.init(config.transfer_queue)
         succeeded = False

@@ -4,7 +4,8 @@ After verl's GRPO (`_compute_advantage`), each sample's `extra_fields` (written 
 read from TransferQueue, C_t and ρ are updated, the advantages are scaled by the A-Patch factors and
 written back, and C_t goes to the environment service, whose Evolve(Ω, C_t) makes the next Ω. With
 `seal.apatch.mode=off` nothing is written back: the advantages stay verl's, bit for bit. SEAL's state
-(C_t, ρ, Ω) is saved as `global_step_N/seal_state.json` beside verl's checkpoint and restored with it;
+(C_t, ρ, Ω) is saved as `global_step_N/seal_state.json` beside verl's checkpoint and restored with it (Ω
+exactly, its whole state: seal/trainer/rl/resume_omega.py);
 every step's profile, ρ and Ω are also appended to `<run>/seal_steps.jsonl`.
 """
 
@@ -38,6 +39,7 @@ from seal.reports.runs import STEPS_FILE, split_of
 from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
 from seal.trainer.rl.closed_loop import ClosedLoop
 from seal.trainer.rl.env_failures import check_env_error_share
+from seal.trainer.rl.resume_omega import restore_omega
 from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import episode_capacity, settings_from_config
 
@@ -260,35 +262,13 @@ class SealPPOTrainer(PPOTrainerSync):
             return
         load_seal_state(self.closed_loop, self._resumed_folder())
         if self.seal_settings.interface.adapt:
-            self._restore_interface()
+            restore_omega(self.seal_settings.rollout.env(), self.closed_loop.interface)
 
     def _resumed_folder(self) -> Path:
         trainer = self.config.trainer
         if trainer.resume_mode == "resume_path":
             return Path(os.path.abspath(trainer.resume_from_path))
         return Path(os.path.abspath(trainer.default_local_dir)) / f"global_step_{self.global_steps}"
-
-    def _restore_interface(self) -> None:
-        """Send the saved Ω's profile and version to the service, so it evolves Ω from the same C_t
-        into the saved version again and the versions episodes record continue across the resume.
-
-        The trainer keeps the saved Ω record (version, cues, profile) as it was. A restarted service,
-        lacking the saved run's previous cues, may resolve a borderline guideline choice differently;
-        that is logged, and the next Evolve realigns the two.
-        """
-        saved = self.closed_loop.interface
-        if saved is None or saved.get("profile") is None:
-            return
-        try:
-            served = put_profile(self.seal_settings.rollout.env(), saved["profile"], saved.get("version"))
-        except EnvServiceError as exc:
-            raise RuntimeError(f"cannot restore Ω on the environment service: {exc}") from exc
-        if served.get("guidelines") != saved.get("guidelines"):
-            logger.warning(
-                "restored Ω: the service chose guidelines %s, the checkpoint had %s",
-                served.get("guidelines"),
-                saved.get("guidelines"),
-            )
 
 
 def save_seal_state(loop: ClosedLoop, folder: Path) -> Path:

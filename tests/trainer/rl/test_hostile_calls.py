@@ -19,6 +19,7 @@ import pytest
 import ray
 
 from seal.dataset import TRAIN_AGENT
+from seal.env.action_limit import MAX_ACTION_CHARS, OVER_LONG
 from seal.env.client import EnvClient, HttpEnvClient, InProcessEnvClient
 from seal.env.ray_actors import RayEnvClient, start_env_actors
 from seal.env.store import EpisodeStore, StoreSettings
@@ -108,6 +109,18 @@ def test_the_probes_leave_the_keep_alive_connection_serving(service_url):
     assert served == 3 * len(hostile.PROBES)
     assert statuses == [422 if probe.raw_surrogate else 200 for probe in hostile.PROBES]
     assert statuses.count(422) == 2
+
+
+async def test_a_generation_of_any_length_is_sent_in_part_and_scored_alike(service_url):
+    """Four times the limit of control characters (each 6 bytes JSON-escaped: 3 MiB whole, past the service's
+    body limit) reaches the service as the part the episode keeps, and answers as in-process."""
+    probe = hostile.Probe("huge escaped", "qwen_fc", "\x01" * (4 * MAX_ACTION_CHARS), "rejected")
+    async with HttpEnvClient(service_url) as http_client:
+        outcome = await hostile.play(http_client, probe, "train")
+    assert outcome.problem() == ""
+    expected = await hostile.play(REFERENCE, probe, "train")
+    assert (outcome.step, outcome.result) == (expected.step, expected.result)
+    assert OVER_LONG in outcome.step["observation"][0]["content"]
 
 
 def test_a_500_tells_the_client_to_close_the_connection(service_url, monkeypatch):

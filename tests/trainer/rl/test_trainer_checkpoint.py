@@ -1,6 +1,6 @@
 """SEAL state in verl's checkpoints: `_save_checkpoint` writes global_step_N/seal_state.json beside verl's
 files, `_load_checkpoint` (resume_mode auto and resume_path) restores C_t, ρ and Ω exactly and sends Ω's
-profile and version to the (restarted) environment service, so Ω's versions continue across the resume.
+whole state to the (restarted) environment service, so Ω continues across the resume (test_resume_omega.py).
 
 verl's own `_save_checkpoint`/`_load_checkpoint` run underneath; only the FSDP worker group, which needs
 GPUs, is replaced by `FolderWorkerGroup`, which saves and loads a file in the folder verl gives it.
