@@ -84,11 +84,10 @@ def test_the_sft_start_then_each_seed_s_two_arms_together_then_the_comparison(tm
     launches = [command for what, command in trace if what == "start" and command[0] == "launcher.py"]
     assert launches[0] == ["launcher.py", "--conf", "exp/sft_learn.yaml", "--", "model.path=/models/m"]
     runs = launches[1:]
-    assert [name_of(c) for c in runs] == [
-        "learn_seal_s1",
-        "learn_vanilla_s1",
-        "learn_seal_s2",
-        "learn_vanilla_s2",
+    names = [name_of(c) for c in runs]  # a seed's two arms start together, so either may log first
+    assert [set(names[:2]), set(names[2:])] == [
+        {"learn_seal_s1", "learn_vanilla_s1"},
+        {"learn_seal_s2", "learn_vanilla_s2"},
     ]
     for command in runs:
         overrides = command[command.index("--") + 1 :]
