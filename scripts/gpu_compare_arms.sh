@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SEAL against vanilla GRPO on one GPU: the learning recipe's SFT start, then both arms x the seeds asked, each run
+# SEAL against vanilla GRPO on a GPU node: the learning recipe's SFT start, then both arms x the seeds asked, each run
 # a launch with its own environment service, as many at once as CONCURRENT, in the background so that a machine
 # lent for short calls can be asked again; re-running resumes; then the comparison (scripts/compare_runs.py).
 #   bash scripts/gpu_compare_arms.sh start MODEL_DIR [SEED ...]   # in the background (setsid nohup); returns at once
@@ -7,48 +7,62 @@
 #   bash scripts/gpu_compare_arms.sh status                       # each run: done, failed, running (its step), to do
 #   bash scripts/gpu_compare_arms.sh report [DIR]                 # compare_runs.py of every run with metrics
 #   bash scripts/gpu_compare_arms.sh pack FILE                    # results without checkpoints, one .tar.gz
+#   bash scripts/gpu_compare_arms.sh pack-sft DIR                 # the SFT start as DIR/sft.tar.NN parts of 15 MiB
 #   bash scripts/gpu_compare_arms.sh stop                         # end the background driver and its launches
 # MODEL_DIR: SmolLM2-135M-Instruct (`python scripts/make_smoke_model.py smollm2 DIR`). SEEDS default: 1 2 3.
-# The SFT start (exp/sft_learn.yaml -> experiments/sft_learn) is trained once and reused. Then, per seed, SEAL
-# (exp/learn_seal.yaml) and vanilla (exp/learn_vanilla.yaml) from it, `seed=S`, into experiments/learn_<arm>_s<S>;
+# The SFT start (exp/sft_learn.yaml -> experiments/sft_learn) is trained once and reused, or SFT_MODEL names its
+# Hugging Face folder brought from an earlier machine (`pack-sft`, then `cat sft.tar.* | tar -x -C DIR`), so every
+# seed of every sitting starts from the same weights. Then, per seed, SEAL (exp/learn_seal.yaml) and vanilla
+# (exp/learn_vanilla.yaml) from it, `seed=S`, into experiments/learn_<arm>_s<S>;
 # a run with trained.json is done and skipped; one cut short resumes from its last checkpoint (every 8 steps).
-# CONCURRENT (default 2: one seed's two arms together) launches share the GPU; vLLM's gpu_memory_utilization is
-# sized for the count: min(0.3, (74 GB / CONCURRENT - 6 GB) / 80 GB), 6 GB being a run's actor, contexts and
-# slack; MEMORY_SHARE sets it instead (0.25 leaves room for scripts/gpu_ood_eval.sh at GPU_MEMORY=0.15, started
-# after the arms' first step: an engine starting beside two others starting found no memory for its KV cache).
+# GPUS (default 1): with more, seed number k of the list runs on GPU (k - 1) mod GPUS alone (CUDA_VISIBLE_DEVICES,
+# counted within the one the node sets), so a node of two GPUs trains two seeds' pairs at once. CONCURRENT (default 2 x GPUS: each seed's two arms together) launches run
+# at once; vLLM's gpu_memory_utilization is sized for the launches per GPU (n = CONCURRENT / GPUS):
+# min(0.3, (74 GB / n - 6 GB) / 80 GB), 6 GB being a run's actor, contexts and slack; MEMORY_SHARE sets it
+# instead (0.25 leaves room for scripts/gpu_ood_eval.sh at GPU_MEMORY=0.15, started after the arms' first step:
+# an engine starting beside two others starting found no memory for its KV cache).
 # State and logs: experiments/arms/ (driver.log, <run>.log, <run>.exit).
 # Time on one H100 (2026-11-25, kit installed in 3 min): SFT 75 steps in 5.3 min (6.5 with its start-up); a
 # SEAL launch 64 tasks x 8x8 took ~9 min to its first step (start-up and greedy val on 100 tasks) and 41-48 s a
 # step with scripts/gpu_ood_eval.sh beside it: the kit, SFT and one seed's pair (24 steps, val after) take about
-# 35 minutes, more than a machine lent for 30 minutes holds. `pack FILE` into $OUT before a machine goes back;
-# the SFT start is trained again on each new machine.
+# 35 minutes, more than a machine lent for 30 minutes holds: train and `pack-sft` the SFT start once, and start
+# later machines from it (SFT_MODEL). `pack FILE` into $OUT before a machine goes back.
 set -uo pipefail
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
 case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
 mode=$1
 shift
 py=${PYTHON:-python3}
-concurrent=${CONCURRENT:-2}
+gpus=${GPUS:-1}
+concurrent=${CONCURRENT:-$((2 * gpus))}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
 cd "$(dirname "$0")/.."
 state=experiments/arms
 arms=(seal vanilla)
 
-sft_model() {  # the Hugging Face folder of the SFT start's latest checkpoint; exit 1 when there is none
+sft_model() {  # the Hugging Face folder of the SFT start (SFT_MODEL, or its latest checkpoint); exit 1 when none
+  if [ -n "${SFT_MODEL:-}" ]; then
+    [ -f "$SFT_MODEL/config.json" ] && echo "$SFT_MODEL" && return
+    echo "gpu_compare_arms.sh: SFT_MODEL=$SFT_MODEL holds no config.json (a Hugging Face model folder)" >&2
+    return 1
+  fi
   "$py" -c 'from seal.trainer.experiment import compose_experiment; from seal.trainer.launch.sft import sft_model_path
 print(sft_model_path(compose_experiment("exp/sft_learn.yaml")))' 2>/dev/null
 }
 
 memory_share() {
   if [ -n "${MEMORY_SHARE:-}" ]; then echo "$MEMORY_SHARE"; return; fi
-  awk -v n="$concurrent" 'BEGIN { u = (74 / n - 6) / 80; if (u > 0.3) u = 0.3; printf "%.2f", u }'
+  awk -v n="$concurrent" -v g="$gpus" 'BEGIN { n = n / g; if (n < 1) n = 1; u = (74 / n - 6) / 80; if (u > 0.3) u = 0.3; printf "%.2f", u }'
 }
 
 runs_of() { for seed in "$@"; do for arm in "${arms[@]}"; do echo "learn_${arm}_s${seed}"; done; done; }
 
-train_run() {  # train_run NAME SFT_MODEL: one launch, logged; its exit status into <run>.exit
+train_run() {  # train_run NAME SFT_MODEL GPU: one launch on that GPU, logged; its exit status into <run>.exit
   local name=$1 arm seed
   arm=${name#learn_}; arm=${arm%_s*}; seed=${name##*_s}
+  local devices=(${CUDA_VISIBLE_DEVICES:-})
+  devices=(${devices[*]//,/ })
+  [ "$gpus" -le 1 ] || export CUDA_VISIBLE_DEVICES=${devices[$3]:-$3}
   "$py" launcher.py --conf "exp/learn_${arm}.yaml" --with-bfcl -- actor_rollout_ref.model.path="$2" \
     seed="$seed" actor_rollout_ref.rollout.gpu_memory_utilization="$(memory_share)" > "$state/$name.log" 2>&1
   echo $? > "$state/$name.exit"
@@ -61,17 +75,22 @@ drive() {  # drive MODEL_DIR SEED...: the SFT start when missing, then every run
   echo $$ > "$state/driver.pid"
   echo "$@" > "$state/seeds"
   if ! sft=$(sft_model); then
+    [ -z "${SFT_MODEL:-}" ] || return 2
     echo "sft: training the SFT start (experiments/sft_learn; log $state/sft_learn.log)"
     "$py" launcher.py --conf exp/sft_learn.yaml -- model.path="$model" > "$state/sft_learn.log" 2>&1
     sft=$(sft_model) || { echo "gpu_compare_arms.sh: the SFT start failed ($state/sft_learn.log)" >&2; return 1; }
   fi
   echo "sft: $sft"
-  for name in $(runs_of "$@"); do
-    if [ -f "experiments/$name/trained.json" ]; then echo "$name: done already"; continue; fi
-    while [ "$(jobs -rp | wc -l)" -ge "$concurrent" ]; do wait -n; done
-    rm -f "$state/$name.exit"
-    echo "$name: started (gpu_memory_utilization $(memory_share); log $state/$name.log)"
-    train_run "$name" "$sft" &
+  local seeds=("$@") k gpu
+  for k in "${!seeds[@]}"; do
+    gpu=$((k % gpus))
+    for name in $(runs_of "${seeds[$k]}"); do
+      if [ -f "experiments/$name/trained.json" ]; then echo "$name: done already"; continue; fi
+      while [ "$(jobs -rp | wc -l)" -ge "$concurrent" ]; do wait -n; done
+      rm -f "$state/$name.exit"
+      echo "$name: started on GPU $gpu (gpu_memory_utilization $(memory_share); log $state/$name.log)"
+      train_run "$name" "$sft" "$gpu" &
+    done
   done
   wait
   for name in $(runs_of "$@"); do
@@ -129,11 +148,16 @@ case "$mode" in
     for name in "${names[@]}"; do [ -e "$name" ] && present+=("$name"); done
     tar -czf "$1" --exclude='*/checkpoints' --exclude='*.parquet' --exclude='*/hydra' "${present[@]}" \
       && echo "packed $(du -h "$1" | cut -f1) into $1 (untar it in the project root, then: report)" ;;
+  pack-sft)
+    [ $# -eq 1 ] || { echo "gpu_compare_arms.sh: pack-sft DIR" >&2; exit 2; }
+    sft=$(sft_model) || { echo "gpu_compare_arms.sh: no SFT start to pack (run first)" >&2; exit 1; }
+    mkdir -p "$1" && tar -cf - -C "$sft" . | split -b 15m -d -a 2 - "$1/sft.tar." \
+      && echo "packed $sft into $(ls "$1"/sft.tar.?? | wc -l) parts in $1 (4 come back per call)" ;;
   stop)
     if driver_alive; then
       pid=$(cat "$state/driver.pid")
       [ "$(ps -o pgid= -p "$pid" | tr -d ' ')" = "$pid" ] && kill -- -"$pid" || kill "$pid"
       echo "stopped the driver (pid $pid) and what it started"
     else echo "no driver running"; fi ;;
-  *) echo "gpu_compare_arms.sh: no mode '$mode' (start run status report pack stop; --help)" >&2; exit 2 ;;
+  *) echo "gpu_compare_arms.sh: no mode '$mode' (start run status report pack pack-sft stop; --help)" >&2; exit 2 ;;
 esac

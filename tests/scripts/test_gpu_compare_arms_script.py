@@ -1,7 +1,8 @@
-"""`scripts/gpu_compare_arms.sh` as a command line: the SFT start once, then both arms of each seed together
-(CONCURRENT at a time), runs already trained skipped, a failed one named, the background driver, status, the
-comparison and the pack. A stand-in `PYTHON` records each launch (its start and end) in a copy of the script
-whose project is a temporary folder, and leaves `trained.json` where the launcher would; no GPU."""
+"""`scripts/gpu_compare_arms.sh` as a command line: the SFT start once (or one carried in), then both arms
+of each seed together (CONCURRENT at a time, a seed per GPU), runs already trained skipped, a failed one
+named, the background driver, status, the comparison, the pack and the SFT start's parts. A stand-in
+`PYTHON` records each launch (its start, its GPU and its end) in a copy of the script whose project is a
+temporary folder, and leaves `trained.json` where the launcher would; no GPU."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ if args[0] == "-c":  # the script's look-ups: the SFT model's folder, a run's st
     sys.exit(0)
 with record.open("a") as handle:
     handle.write("start " + " ".join(args) + "\\n")
+    handle.write("gpu " + os.environ.get("CUDA_VISIBLE_DEVICES", "-") + " " + " ".join(args) + "\\n")
 name = next((a.split("=", 1)[1] for a in args if a.startswith("seed=")), None)
 if args[0] == "launcher.py" and "sft_learn" in args[2]:
     sft_done.parent.mkdir(parents=True, exist_ok=True)
@@ -188,3 +190,61 @@ def test_bad_calls_are_refused_with_their_usage(tmp_path):
         == "nothing started yet (experiments/arms/seeds is missing)"
     )
     assert not record.exists()
+
+
+def test_a_carried_sft_start_is_used_and_nothing_is_trained_again(tmp_path):
+    work, record, env = project(tmp_path)
+    carried = tmp_path / "sft"
+    carried.mkdir()
+    (carried / "config.json").write_text("{}")
+    assert script(work, {**env, "SFT_MODEL": str(carried)}, "run", "/models/m", "1").returncode == 0
+    launches = [c for what, c in events(record) if what == "start" and c[0] == "launcher.py"]
+    assert [name_of(c) for c in launches] and not [c for c in launches if "sft_learn" in c[2]]
+    assert all(f"actor_rollout_ref.model.path={carried}" in c for c in launches)
+    record.unlink()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = script(work, {**env, "SFT_MODEL": str(empty)}, "run", "/models/m", "2")
+    assert refused.returncode == 2 and f"SFT_MODEL={empty} holds no config.json" in refused.stderr
+    assert not record.exists()
+
+
+def test_two_gpus_take_a_seed_each_within_the_devices_the_node_gives(tmp_path):
+    work, record, env = project(tmp_path)
+    env = {**env, "GPUS": "2", "CUDA_VISIBLE_DEVICES": "4,6"}
+    assert script(work, env, "run", "/models/m", "1", "2", "3").returncode == 0
+    placed = {name_of(c[1:]): c[0] for what, c in events(record) if what == "gpu" and "seed=" in " ".join(c)}
+    assert placed == {
+        "learn_seal_s1": "4",
+        "learn_vanilla_s1": "4",
+        "learn_seal_s2": "6",
+        "learn_vanilla_s2": "6",
+        "learn_seal_s3": "4",
+        "learn_vanilla_s3": "4",
+    }
+    runs = [c for what, c in events(record) if what == "start" and "seed=" in " ".join(c)]
+    assert all("actor_rollout_ref.rollout.gpu_memory_utilization=0.30" in c for c in runs)  # 2 runs a GPU
+    running, most = set(), 0
+    for what, command in events(record):
+        if what in ("start", "end") and command[0] == "launcher.py" and "seed=" in " ".join(command):
+            (running.add if what == "start" else running.discard)(name_of(command))
+            most = max(most, len(running))
+    assert most == 4
+
+
+def test_pack_sft_splits_the_start_into_parts_that_rebuild_it(tmp_path):
+    work, _, env = project(tmp_path)
+    carried = tmp_path / "sft"
+    carried.mkdir()
+    (carried / "config.json").write_text("{}")
+    (carried / "model.safetensors").write_bytes(os.urandom(40 * 2**20))
+    packed = script(work, {**env, "SFT_MODEL": str(carried)}, "pack-sft", str(tmp_path / "parts"))
+    assert packed.returncode == 0, packed.stderr
+    parts = sorted((tmp_path / "parts").iterdir())
+    assert [p.name for p in parts] == ["sft.tar.00", "sft.tar.01", "sft.tar.02"]
+    assert all(p.stat().st_size <= 15 * 2**20 for p in parts)
+    rebuilt = tmp_path / "rebuilt"
+    rebuilt.mkdir()
+    subprocess.run(f"cat {tmp_path}/parts/sft.tar.* | tar -x -C {rebuilt}", shell=True, check=True)
+    assert (rebuilt / "model.safetensors").read_bytes() == (carried / "model.safetensors").read_bytes()
+    assert script(work, env, "pack-sft", str(tmp_path / "none")).returncode == 1
