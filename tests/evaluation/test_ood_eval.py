@@ -110,8 +110,14 @@ def test_a_memory_run_resumes_without_replaying_what_it_finished(tmp_path):
     assert json.loads((out / "summary.json").read_text()) == first
 
 
-def tau2_run(tmp_path: Path, name: str, cases: list[tuple[str, str]], wrong: bool = False) -> Path:
-    agent, user = tau2_pair(cases, wrong=wrong)
+def tau2_run(
+    tmp_path: Path,
+    name: str,
+    cases: list[tuple[str, str]],
+    wrong: bool = False,
+    skip_user_action: bool = False,
+) -> Path:
+    agent, user = tau2_pair(cases, wrong=wrong, skip_user_action=skip_user_action)
     out = tmp_path / name
     domains = ",".join(dict.fromkeys(domain for domain, _ in cases))
     with serve(agent) as url, serve(user) as user_url:
@@ -140,6 +146,36 @@ def test_tau2_expected_actions_score_1_and_a_wrong_action_0(tmp_path, monkeypatc
     out = tau2_run(tmp_path, "wrong", cases, wrong=True)
     assert [r["reward"] for r in records(out)] == [0.0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["right", "wrong"]
+
+
+TELECOM_TASK = "[mobile_data_issue]data_usage_exceeded|user_abroad_roaming_enabled_off[PERSONA:Easy]"
+"""Over its data limit and abroad with roaming off on the phone: the agent refuels 2 GB, then the user turns
+roaming on with its own tool; tau2 grades the end state (mobile data on, excellent speed, 2 GB refuelled)."""
+
+
+@needs_extras
+def test_tau2_telecom_scores_1_only_when_the_user_makes_its_own_tool_calls(tmp_path, monkeypatch):
+    """Telecom's user acts on the phone through native tool calls that tau2 runs in the user's environment."""
+    from seal.evaluation.suites import tau2_bench
+    from tests.support.ood_endpoint import ASK_TEXT, DONE_TEXT, tau2_task
+
+    task = tau2_task("telecom", TELECOM_TASK)
+    assert [(a.requestor, a.name) for a in task.evaluation_criteria.actions] == [
+        ("assistant", "refuel_data"),
+        ("user", "toggle_roaming"),
+    ]
+    tau2_bench.quiet_tau2()
+    monkeypatch.setattr(tau2_bench, "_tasks", lambda domain, split: (task,))  # the run's only task
+    monkeypatch.chdir(tmp_path)
+    cases = [("telecom", TELECOM_TASK)]
+    out = tau2_run(tmp_path, "right", cases)
+    (row,) = records(out)
+    assert (row["tau2_task"], row["reward"], row["termination"]) == (TELECOM_TASK, 1.0, "user_stop")
+    (log,) = [json.loads(line) for line in (out / "actions.jsonl").read_text().splitlines()]
+    assert "refuel_data" in log["actions"][0] and log["actions"][1:] == [ASK_TEXT, DONE_TEXT]
+
+    out = tau2_run(tmp_path, "no_user_action", cases, skip_user_action=True)
+    assert [(r["reward"], r["termination"]) for r in records(out)] == [(0.0, "user_stop")]
 
 
 @needs_extras

@@ -6,9 +6,12 @@ stores that first message in the backend (kv and vector: archival_memory_add, re
 acknowledges each turn; asked a question, it first searches the backend (key search, vector retrieval,
 memory_retrieve), then answers in bfcl's answer format with the ground truth (`wrong`: with a wrong answer).
 
-`Tau2Agent` plays a tau2 task's expected actions, one call per reply, then tells the user it is done;
-`Tau2User` opens by naming the task (found from the simulator's system prompt) and stops once the agent is
-done. `wrong` changes one argument of the last action.
+`Tau2Agent` and `Tau2User` play a tau2 task's expected actions in the order the task lists them: the agent
+makes its own (one protocol call per reply) and, where the next ones are the user's (telecom: toggling
+airplane mode, roaming, data on the phone), asks the user to do them; the user makes those as native OpenAI
+tool calls, one per reply, then says it is done. The user opens by naming the task (found from the
+simulator's system prompt) and stops once the agent is done. `wrong` changes one argument of the agent's last
+action; `skip_user_action` leaves the user's last action out.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ STORED_IF = "My name is"
 every entry at each conversation's start, and MiniLM on a busy CPU takes a second a batch)."""
 STORED_CHARS = 120
 DONE_TEXT = "Your request is complete. Is there anything else?"
+ASK_TEXT = "Please do the next steps on your phone and tell me once they are done."
+USER_DONE_TEXT = "I did what you asked."
 STOP = "###STOP###"
 STORE = {"kv": "archival_memory_add", "vector": "archival_memory_add", "rec_sum": "memory_append"}
 SEARCH = {
@@ -57,9 +62,12 @@ class ScriptedServer:
         if body.get("model") not in self.models:
             return JSONResponse({"error": {"message": "model not found", "code": 404}}, status_code=404)
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
-        return JSONResponse({**completion(self.reply(body["messages"]), usage), "model": body["model"]})
+        reply = self.reply(body["messages"])
+        text, calls = (reply, None) if isinstance(reply, str) else (None, reply)
+        return JSONResponse({**completion(text, usage, tool_calls=calls), "model": body["model"]})
 
-    def reply(self, messages: list[dict[str, Any]]) -> str:
+    def reply(self, messages: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+        """The reply's text, or its native OpenAI tool calls."""
         raise NotImplementedError
 
 
@@ -147,6 +155,28 @@ def tau2_task(domain: str, task_id: str) -> Any:
     return next(t for t in get_tasks(domain, task_split_name="base") if t.id == task_id)
 
 
+def expected_actions(task: Any) -> list[Any]:
+    return list(task.evaluation_criteria.actions or [])
+
+
+def next_turn(actions: list[Any], calls: int, asks: int) -> int | None:
+    """The index of the agent's next expected action, or of the first user action it must ask for next
+    (each ask covers a run of consecutive user actions), given its calls and asks so far; None when done."""
+    index = 0
+    while index < len(actions):
+        if actions[index].requestor == "assistant":
+            if calls == 0:
+                return index
+            calls, index = calls - 1, index + 1
+            continue
+        if asks == 0:
+            return index
+        asks -= 1
+        while index < len(actions) and actions[index].requestor == "user":
+            index += 1
+    return None
+
+
 @dataclass
 class Tau2Agent(ScriptedServer):
     """Knows the expected actions of the tasks it is given, by the user's opening line."""
@@ -163,44 +193,68 @@ class Tau2Agent(ScriptedServer):
         task = self.tasks.get(opening)
         if task is None:
             return DONE_TEXT
-        actions = [a for a in task.evaluation_criteria.actions if a.requestor == "assistant"]
-        sent = sum(1 for m in messages if m["role"] == "assistant" and self.writer.parse(m["content"]).calls)
-        if sent >= len(actions):
+        actions = expected_actions(task)
+        mine = [m["content"] for m in messages if m["role"] == "assistant"]
+        calls = sum(1 for text in mine if self.writer.parse(text).calls)
+        index = next_turn(actions, calls, mine.count(ASK_TEXT))
+        if index is None:
             return DONE_TEXT
-        action = actions[sent]
-        arguments = dict(action.arguments)
-        if self.wrong and sent == len(actions) - 1:
+        if actions[index].requestor == "user":
+            return ASK_TEXT
+        arguments = dict(actions[index].arguments)
+        if self.wrong and index == max(i for i, a in enumerate(actions) if a.requestor == "assistant"):
             key = sorted(arguments)[-1]
             arguments[key] = f"{arguments[key]}-wrong" if isinstance(arguments[key], str) else [WRONG_ANSWER]
-        return self.writer.format_calls([ToolCall(action.name, arguments)])
+        return self.writer.format_calls([ToolCall(actions[index].name, arguments)])
 
 
 @dataclass
 class Tau2User(ScriptedServer):
-    """tau2's user simulator's endpoint: names the task, then stops once the agent says it is done."""
+    """tau2's user simulator's endpoint: names the task, makes the user's expected actions when the agent
+    asks for them, then stops once the agent says it is done."""
 
     openings: dict[str, str] = field(default_factory=dict)
     """The task's user instructions (as the simulator's system prompt holds them) -> the opening line."""
+    tasks: dict[str, Any] = field(default_factory=dict)
+    """The opening line -> the task."""
+    skip_user_action: bool = False
 
-    def reply(self, messages: list[dict[str, Any]]) -> str:
+    def reply(self, messages: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
         system = messages[0]["content"] if messages and messages[0]["role"] == "system" else ""
         opening = next((line for text, line in self.openings.items() if text in system), "Hello.")
         spoken = [m for m in messages if m["role"] == "assistant"]
         if not spoken:
             return opening
-        last = messages[-1].get("content") or ""
-        return STOP if DONE_TEXT in last else "Please go on."
+        last = messages[-1]
+        if last["role"] == "tool" or last.get("content") == ASK_TEXT:
+            return self._act(opening, sum(len(m.get("tool_calls") or []) for m in spoken), last["role"])
+        return STOP if DONE_TEXT in (last.get("content") or "") else "Please go on."
+
+    def _act(self, opening: str, made: int, after: str) -> str | list[dict[str, Any]]:
+        """The next user action of the run the agent asked for, or word that the run is done."""
+        actions = expected_actions(self.tasks[opening]) if opening in self.tasks else []
+        mine = [i for i, a in enumerate(actions) if a.requestor == "user"]
+        if self.skip_user_action:
+            mine = mine[:-1]
+        if made >= len(mine) or (after == "tool" and mine[made] != mine[made - 1] + 1):
+            return USER_DONE_TEXT
+        action = actions[mine[made]]
+        call = {"name": action.name, "arguments": json.dumps(action.arguments)}
+        return [{"id": f"user_call_{made}", "type": "function", "function": call}]
 
 
-def tau2_pair(cases: list[tuple[str, str]], wrong: bool = False) -> tuple[Tau2Agent, Tau2User]:
+def tau2_pair(
+    cases: list[tuple[str, str]], wrong: bool = False, skip_user_action: bool = False
+) -> tuple[Tau2Agent, Tau2User]:
     """The agent and user endpoints for the (domain, task id) cases."""
-    agent_tasks, openings = {}, {}
+    tasks, openings = {}, {}
     for domain, task_id in cases:
         task = tau2_task(domain, task_id)
         line = f"Hello, I am calling about {domain} task {task_id}."
-        agent_tasks[line] = task
+        tasks[line] = task
         openings[str(task.user_scenario)] = line
-    return Tau2Agent(tasks=agent_tasks, wrong=wrong), Tau2User(models=("user",), openings=openings)
+    user = Tau2User(models=("user",), openings=openings, tasks=tasks, skip_user_action=skip_user_action)
+    return Tau2Agent(tasks=tasks, wrong=wrong), user
 
 
 def dump(messages: list[dict[str, Any]]) -> str:

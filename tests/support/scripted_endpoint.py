@@ -42,14 +42,20 @@ def scripted_tokens(messages: list[dict[str, str]]) -> int:
 
 
 def completion(
-    content: Any, usage: dict[str, int] | None = None, finish_reason: str = "stop"
+    content: Any,
+    usage: dict[str, int] | None = None,
+    finish_reason: str = "stop",
+    tool_calls: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """A chat completion body; with `tool_calls` (OpenAI's native form) the reply is those calls."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+        finish_reason = "tool_calls"
     body = {
         "id": "chatcmpl-scripted",
         "object": "chat.completion",
-        "choices": [
-            {"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": content}}
-        ],
+        "choices": [{"index": 0, "finish_reason": finish_reason, "message": message}],
     }
     if usage is not None:
         body["usage"] = usage
