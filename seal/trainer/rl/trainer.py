@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 import transfer_queue as tq
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 from tensordict import TensorDict
 from transfer_queue import KVBatchMeta
 from verl.protocol import DataProto
@@ -42,6 +42,7 @@ from seal.trainer.rl.env_failures import check_env_error_share
 from seal.trainer.rl.resume_omega import restore_omega
 from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import episode_capacity, settings_from_config
+from seal.urls import masked_url
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,15 @@ class SealPPOTrainer(PPOTrainerSync):
         self.closed_loop = ClosedLoop(self.seal_settings)
         if self.seal_settings.rollout.env_backend == "ray":
             self._start_env_actors()
+
+    def fit(self, agent_loop_manager: Any) -> None:
+        """verl's fit, its config first cleared of the environment URL's credentials: verl hands that config
+        to the trackers it starts (wandb, mlflow, ...). Nothing reads the URL from it after this: the rollout
+        workers hold their own copy, and SEAL's calls (Evolve, the fleet, resume) use `seal_settings`."""
+        url = self.config.seal.rollout.env_url
+        with open_dict(self.config):
+            self.config.seal.rollout.env_url = masked_url(url)
+        super().fit(agent_loop_manager)
 
     def _build_replay_buffer(self) -> ReplayBuffer:
         """verl's replay buffer, polled every REPLAY_POLL_S instead of its fixed 2 s: at 2 s each step's `gen`

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from seal.env.process import free_port
 from seal.trainer.launch import command as launcher
 from seal.urls import masked_text, masked_values
@@ -79,3 +81,33 @@ def test_a_refusal_naming_a_credentialed_service_masks_it(capsys, monkeypatch, t
     err = capsys.readouterr().err
     assert "environment service at http://***@127.0.0.1:" in err and SECRET not in err
     assert len(err.strip().splitlines()) == 1
+
+
+class TrackerStarted(Exception):
+    """Raised by the stand-in tracker once it has the config verl gives it: the rest of fit needs GPUs."""
+
+
+def test_the_trackers_verl_starts_never_receive_the_password(monkeypatch):
+    from verl.trainer.ppo.v1 import trainer_base
+
+    from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
+    from seal.trainer.rl.trainer import SealPPOTrainer
+    from seal.trainer.settings import settings_from_config
+
+    url = "http://seal:secret@127.0.0.1:8082"
+    config = compose_experiment(PROJECT_ROOT / "exp" / "SEAL.yaml", [f"seal.rollout.env_url={url}"])
+    trainer = object.__new__(SealPPOTrainer)
+    trainer.config = config
+    trainer.seal_settings = settings_from_config(config)
+    given = []
+
+    def tracker(**kwargs):
+        given.append(kwargs["config"])
+        raise TrackerStarted
+
+    monkeypatch.setattr(trainer_base, "Tracking", tracker)
+    with pytest.raises(TrackerStarted):
+        trainer.fit(agent_loop_manager=None)
+    assert given and "secret" not in json.dumps(given[0])
+    assert given[0]["seal"]["rollout"]["env_url"] == "http://***@127.0.0.1:8082"
+    assert trainer.seal_settings.rollout.env().url == url  # Evolve and resume still reach the service
