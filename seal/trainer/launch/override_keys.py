@@ -44,12 +44,16 @@ class OverrideKeyError(ValueError):
 def check_override_keys(defaults: DictConfig, overrides: Sequence[str]) -> None:
     """Raise OverrideKeyError for the first override whose key `defaults` (the experiment composed
     without overrides) lacks, unless it adds (`+`) a key to a map or dataclass that reads it."""
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except HydraException as exc:
-        raise OverrideKeyError(" ".join(str(exc).split())) from exc
-    for override in parsed:
+    for override in parsed_overrides(overrides, OverrideKeyError):
         _check(defaults, override)
+
+
+def parsed_overrides(overrides: Sequence[str], error: type[Exception]) -> list[Override]:
+    """Hydra's parse of the overrides; a malformed one raises `error` with Hydra's message on one line."""
+    try:
+        return OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException as exc:
+        raise error(" ".join(str(exc).split())) from exc
 
 
 def _check(defaults: DictConfig, override: Override) -> None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
-from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
+
+from seal.trainer.launch.override_keys import parsed_overrides
 
 ABSENT = object()
 KINDS = {bool: "a boolean (true/false)", int: "an integer", float: "a number"}
@@ -28,11 +28,7 @@ class OverrideTypeError(ValueError):
 def check_override_types(defaults: DictConfig, overrides: Sequence[str]) -> None:
     """Raise OverrideTypeError for the first override whose value does not fit the default in `defaults`
     (the experiment composed without overrides)."""
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except HydraException as exc:
-        raise OverrideTypeError(" ".join(str(exc).split())) from exc
-    for override in parsed:
+    for override in parsed_overrides(overrides, OverrideTypeError):
         _check(defaults, override)
 
 
