@@ -18,10 +18,12 @@
 #   3b-shaped       the same with data.max_response_length=1152: a step holding the tokens a trained model's does
 #                   (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average)
 #   3b-offload-all  SEAL_3B with the actor's param and optimizer offload, fp32 reference: the run Ray killed
-#   7b-lora         exp/SEAL.yaml on one GPU with verl's LoRA (rank 64), 1 step of 16 x 8, on $MODELS/qwen2.5-7b
+#   7b-lora         exp/SEAL.yaml on one GPU with verl's LoRA (rank 64), 1 step of 16 x 8, on $MODELS/qwen2.5-7b,
+#                   responses shaped as 3b-shaped's (the memory peaks are set by the micro-batches' token budget
+#                   and vLLM's share, not by the cap; the step holds the tokens a trained model's does)
 #   8b-lora         the same on $MODELS/toolace-2-8b with its python_list protocol and a 9,216-token prompt budget
 #   7b-full         exp/SEAL.yaml on one H200, full fine-tuning: param offload, bf16 reference, vLLM 0.4,
-#                   8,192-token micro-batches, 1 step of 16 x 8 (scripts/memory_plan.py calls it marginal)
+#                   8,192-token micro-batches, 1 step of 16 x 8, shaped responses (memory_plan.py: marginal)
 # MODELS (default /root/models) holds the model folders; PYTHON (default python3) runs the scripts.
 set -uo pipefail
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
@@ -34,7 +36,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 cd "$(dirname "$0")/.."
 state=experiments/.backbone_run
 timed=(trainer.val_before_train=false trainer.test_freq=-1 trainer.save_freq=-1 "trainer.logger=[console,file]")
-one_step_of_16=(trainer.total_training_steps=1 data.train_batch_size=16)
+one_step_of_16=(trainer.total_training_steps=1 data.train_batch_size=16 data.max_response_length=1152)
 single=(trainer.n_gpus_per_node=1)
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.actor.fsdp_config.param_offload=true)

@@ -144,7 +144,7 @@ def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_pa
             assert ref.fsdp_config.model_dtype == "bf16" and config.data.train_batch_size == 16
             assert config.actor_rollout_ref.rollout.n == 8 and config.data.max_response_length == 1152
         if run == "8b-lora":
-            assert config.actor_rollout_ref.model.lora_rank == 64
+            assert config.actor_rollout_ref.model.lora_rank == 64 and config.data.max_response_length == 1152
             assert config.seal.rollout.protocol == "python_list" and config.data.max_prompt_length == 9216
 
 
