@@ -18,7 +18,10 @@
 #   3b-shaped       the same with data.max_response_length=1152: a step holding the tokens a trained model's does
 #                   (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average)
 #   3b-offload-all  SEAL_3B with the actor's param and optimizer offload, fp32 reference: the run Ray killed
-#   7b-lora         exp/SEAL.yaml on one GPU with verl's LoRA (rank 64), 1 step of 16 x 8, on $MODELS/qwen2.5-7b,
+#   7b-lora         exp/SEAL.yaml on one GPU with verl's LoRA (rank 64), 1 step of 16 x 8, on $MODELS/qwen2.5-7b;
+#                   vLLM reads the base from the model folder (load_format=safetensors) and only the adapters
+#                   are synced, layer by layer (with verl's `dummy`, the first sync gathered the whole fp32 base
+#                   on the host and an H200 node ran out of RAM: scripts/memory_plan.py 7b-1h200-lora-dummy);
 #                   responses shaped as 3b-shaped's (the memory peaks are set by the micro-batches' token budget
 #                   and vLLM's share, not by the cap; the step holds the tokens a trained model's does)
 #   8b-lora         the same on $MODELS/toolace-2-8b with its python_list protocol and a 9,216-token prompt budget
@@ -39,7 +42,8 @@ timed=(trainer.val_before_train=false trainer.test_freq=-1 trainer.save_freq=-1 
 one_step_of_16=(trainer.total_training_steps=1 data.train_batch_size=16 data.max_response_length=1152)
 single=(trainer.n_gpus_per_node=1)
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
-      actor_rollout_ref.actor.fsdp_config.param_offload=true)
+      actor_rollout_ref.actor.fsdp_config.param_offload=true actor_rollout_ref.rollout.load_format=safetensors
+      actor_rollout_ref.rollout.layered_summon=true)
 
 launch_args() {  # launch_args RUN: the launcher's arguments, one per line
   case "$1" in

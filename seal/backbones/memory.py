@@ -9,8 +9,15 @@ What lives where (verl 0.9.1, strategy `fsdp`; one process per GPU holds the act
   FSDP allocates anyway; none with LoRA (the actor with its adapters disabled is the reference);
 - every offloaded tensor is pinned by PyTorch's caching host allocator, which rounds each block up to the
   next power of two: a FSDP unit (one decoder layer) of 308 MB takes 512 MiB;
+- start-up: vLLM takes its share while the actor's weights are still on the GPU, offloaded or not (measured on
+  an H200: 114.8 GiB for the 7B LoRA run, its 84 GiB share beside the 29 GiB fp32 actor); the actor offloads
+  them only after the first weight sync;
 - vLLM: `gpu_memory_utilization` of the GPU while it generates; asleep (level 2) it frees weights and cache,
-  with a LoRA adapter (level 1) it keeps its bf16 weights on the host.
+  with a LoRA adapter (level 1) it keeps its bf16 weights on the host;
+- LoRA with `rollout.load_format: dummy` (verl's default): vLLM starts with random weights, so the first
+  weight sync sends the base from the actor, and `collect_lora_params` (utils/fsdp_utils.py) moves the whole
+  unsharded model, adapters included, to the host in the actor's dtype on every GPU; with `safetensors` vLLM
+  reads the base from disk and only the adapters are synced (engine_workers.py: `base_sync_done`).
 Activations follow the micro-batch's tokens with gradient checkpointing (layer inputs, one layer recomputed).
 scripts/memory_plan.py prints the table; the README's GPU section sets it beside what was measured.
 """
@@ -30,8 +37,10 @@ WORKSPACE_GIB = 2.0
 """Log-prob chunks, the loss, allocator slack."""
 HOST_BASELINE_GIB = 4.0
 """A training worker's own host memory: CUDA and torch libraries, Python, the tokenizer."""
-NODE_BASELINE_GIB = 10.0
-"""The rest of the node: Ray, TransferQueue, the environment service, vLLM's processes."""
+NODE_BASELINE_GIB = 30.0
+"""The rest of the node: Ray, TransferQueue, the environment service and its workers, vLLM's processes.
+Measured as the node less the training worker (and vLLM's weights while asleep): 25 GiB beside the 3B recipe
+on an H100, 31 GiB beside the 7B LoRA run on an H200 (2026-11-25)."""
 RAY_MEMORY_THRESHOLD = 0.95
 """Ray kills a worker once the node's memory use passes this share (`RAY_memory_usage_threshold`)."""
 
@@ -52,6 +61,8 @@ class Placement:
     param_offload: bool = False
     optimizer_offload: bool = False
     lora_rank: int = 0
+    lora_base_from_actor: bool = False
+    """LoRA with `rollout.load_format: dummy`: the first weight sync gathers the whole base on the host."""
     vllm_utilization: float = 0.6
     micro_batch_tokens: int = 16384
     pinned_rounding: bool = True
@@ -66,6 +77,7 @@ class Budget:
     host_parts: dict[str, float] = field(default_factory=dict)
     update_gib: float = 0.0
     generate_gib: float = 0.0
+    startup_gib: float = 0.0
     host_worker_gib: float = 0.0
     host_node_gib: float = 0.0
     gpu_limit_gib: float = 0.0
@@ -73,7 +85,7 @@ class Budget:
 
     @property
     def gpu_peak_gib(self) -> float:
-        return max(self.update_gib, self.generate_gib)
+        return max(self.update_gib, self.generate_gib, self.startup_gib)
 
     @property
     def fits(self) -> bool:
@@ -142,6 +154,7 @@ def plan(config: dict[str, Any], placement: Placement) -> Budget:
         0.0 if p.optimizer_offload else parts["AdamW moments"]
     )
     budget.generate_gib = parts["vLLM share"] + resident + contexts
+    budget.startup_gib = parts["vLLM share"] + parts["actor weights"] + contexts
     moments = [trainable] if p.lora_rank else units
     host = budget.host_parts
     host["worker baseline"] = HOST_BASELINE_GIB
@@ -155,6 +168,9 @@ def plan(config: dict[str, Any], placement: Placement) -> Budget:
         )
     if p.lora_rank:  # vLLM sleeps at level 1 with an adapter: its bf16 weights wait on the host
         host["vLLM's weights while asleep"] = weights * 2 / GIB
+    if p.lora_rank and p.lora_base_from_actor:
+        whole = sum(fsdp_units(config)) + lora_parameters(config, p.lora_rank)
+        host["first sync: the whole model"] = whole * p.model_bytes / GIB
     budget.host_worker_gib = sum(host.values())
     budget.host_node_gib = p.gpus * budget.host_worker_gib + NODE_BASELINE_GIB
     return budget

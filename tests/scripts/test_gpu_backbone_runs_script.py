@@ -145,6 +145,8 @@ def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_pa
             assert config.actor_rollout_ref.rollout.n == 8 and config.data.max_response_length == 1152
         if run == "8b-lora":
             assert config.actor_rollout_ref.model.lora_rank == 64 and config.data.max_response_length == 1152
+            rollout = config.actor_rollout_ref.rollout  # vLLM reads the base; only adapters are synced
+            assert rollout.load_format == "safetensors" and rollout.layered_summon
             assert config.seal.rollout.protocol == "python_list" and config.data.max_prompt_length == 9216
 
 

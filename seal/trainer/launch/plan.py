@@ -48,6 +48,7 @@ def plan_rows(
     apatch = settings.apatch
     return [
         ("base model", str(config.actor_rollout_ref.model.path), "actor_rollout_ref.model.path"),
+        trained_weights_row(config),
         ("method", f"{config.algorithm.adv_estimator}, {rollout.n} rollouts per prompt", "rollout.n"),
         ("actor learning rate", f"{actor.optim.lr:g}", "actor.optim.lr"),
         ("train batch size", str(data.train_batch_size), "data.train_batch_size"),
@@ -128,6 +129,24 @@ def plan_rows(
         *([env_actors_row(config, settings)] if settings.rollout.env_backend == "ray" else []),
         ("run folder", str(Path(trainer.default_local_dir).parent), "trainer.default_local_dir/.."),
     ]
+
+
+def trained_weights_row(config: DictConfig) -> tuple[str, str, str]:
+    """Full fine-tuning, or verl's LoRA and how the base reaches vLLM: with `load_format: dummy` (verl's
+    default) vLLM starts without it, and the first weight sync gathers the whole model on the host of every
+    GPU in the actor's dtype (seal/backbones/memory.py; an H200 node ran out of RAM on the 7B that way)."""
+    model, rollout = config.actor_rollout_ref.model, config.actor_rollout_ref.rollout
+    keys = "actor_rollout_ref.model.lora_rank, model.lora_alpha, rollout.load_format"
+    if not model.lora_rank:
+        return ("trained weights", "all (full fine-tuning)", keys)
+    if "dummy" in str(rollout.load_format):
+        base = (
+            f"vLLM starts without the base (load_format {rollout.load_format}): the first sync gathers the "
+            "whole model on the host of every GPU; load_format=safetensors lets vLLM read it instead"
+        )
+    else:
+        base = f"vLLM reads the base ({rollout.load_format}); only the adapters are synced"
+    return ("trained weights", f"LoRA rank {model.lora_rank}, alpha {model.lora_alpha}; {base}", keys)
 
 
 def env_actors_row(config: DictConfig, settings: SealSettings) -> tuple[str, str, str]:

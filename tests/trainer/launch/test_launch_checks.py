@@ -243,6 +243,27 @@ def test_the_dry_run_plans_the_steps_the_run_will_do(composed_once, capsys, work
     assert start == "the checkpoint's (global_step_4), sent to the environment on resume"
 
 
+def test_the_plan_says_what_trains_and_how_loras_base_reaches_vllm(composed_once):
+    """verl's default `load_format: dummy` makes LoRA's first sync gather the whole model on the host (the
+    H200 run Ray killed); the plan says so and names the setting that avoids it."""
+    full = dict(plan_weights(SEAL, []))
+    assert full["trained weights"] == "all (full fine-tuning)"
+    lora = ["actor_rollout_ref.model.lora_rank=64", "actor_rollout_ref.model.lora_alpha=128"]
+    dummy = plan_weights(SEAL, lora)[0][1]
+    assert dummy.startswith("LoRA rank 64, alpha 128; vLLM starts without the base (load_format dummy)")
+    assert "load_format=safetensors" in dummy
+    read = plan_weights(SEAL, [*lora, "actor_rollout_ref.rollout.load_format=safetensors"])[0][1]
+    assert read == "LoRA rank 64, alpha 128; vLLM reads the base (safetensors); only the adapters are synced"
+
+
+def plan_weights(conf: str, overrides: list[str]) -> list[tuple[str, str]]:
+    from seal.trainer.launch.plan import trained_weights_row
+
+    what, value, keys = trained_weights_row(experiment.compose_experiment(conf, overrides))
+    assert keys.startswith("actor_rollout_ref.model.lora_rank")
+    return [(what, value)]
+
+
 # -- files ------------------------------------------------------------------------------------------------
 def test_a_base_config_is_refused_as_an_experiment(capsys):
     line = refusal(["--conf", str(ROOT / "seal" / "config" / "seal_trainer.yaml"), "--dry-run"], capsys)
