@@ -15,8 +15,9 @@
 # seed of every sitting starts from the same weights. Then, per seed, SEAL (exp/learn_seal.yaml) and vanilla
 # (exp/learn_vanilla.yaml) from it, `seed=S`, into experiments/learn_<arm>_s<S>;
 # a run with trained.json is done and skipped; one cut short resumes from its last checkpoint (every 8 steps).
-# GPUS (default 1): with more, seed number k of the list runs on GPU (k - 1) mod GPUS alone (CUDA_VISIBLE_DEVICES,
-# counted within the one the node sets), so a node of two GPUs trains two seeds' pairs at once. CONCURRENT (default 2 x GPUS: each seed's two arms together) launches run
+# GPUS (default 1): with more, the SFT start trains on all of them (its batch split across them), then seed number
+# k of the list runs on GPU (k - 1) mod GPUS alone (CUDA_VISIBLE_DEVICES, counted within the one the node sets),
+# so a node of two GPUs trains two seeds' pairs at once. CONCURRENT (default 2 x GPUS: each seed's two arms together) launches run
 # at once; vLLM's gpu_memory_utilization is sized for the launches per GPU (n = CONCURRENT / GPUS):
 # min(0.3, (74 GB / n - 6 GB) / 80 GB), 6 GB being a run's actor, contexts and slack; MEMORY_SHARE sets it
 # instead (0.25 leaves room for scripts/gpu_ood_eval.sh at GPU_MEMORY=0.15, started after the arms' first step:
@@ -73,11 +74,13 @@ drive() {  # drive MODEL_DIR SEED...: the SFT start when missing, then every run
   shift
   mkdir -p "$state"
   echo $$ > "$state/driver.pid"
+  local sft_gpus=()  # the SFT start's 16 rows a step spread over every GPU: the same batch, sooner
+  [ "$gpus" -le 1 ] || sft_gpus=("trainer.n_gpus_per_node=$gpus")
   echo "$@" > "$state/seeds"
   if ! sft=$(sft_model); then
     [ -z "${SFT_MODEL:-}" ] || return 2
     echo "sft: training the SFT start (experiments/sft_learn; log $state/sft_learn.log)"
-    "$py" launcher.py --conf exp/sft_learn.yaml -- model.path="$model" > "$state/sft_learn.log" 2>&1
+    "$py" launcher.py --conf exp/sft_learn.yaml -- model.path="$model" "${sft_gpus[@]}" > "$state/sft_learn.log" 2>&1
     sft=$(sft_model) || { echo "gpu_compare_arms.sh: the SFT start failed ($state/sft_learn.log)" >&2; return 1; }
   fi
   echo "sft: $sft"

@@ -213,6 +213,17 @@ def test_two_gpus_take_a_seed_each_within_the_devices_the_node_gives(tmp_path):
     work, record, env = project(tmp_path)
     env = {**env, "GPUS": "2", "CUDA_VISIBLE_DEVICES": "4,6"}
     assert script(work, env, "run", "/models/m", "1", "2", "3").returncode == 0
+    sft = [c for what, c in events(record) if what == "start" and "exp/sft_learn.yaml" in c]
+    assert sft == [
+        [
+            "launcher.py",
+            "--conf",
+            "exp/sft_learn.yaml",
+            "--",
+            "model.path=/models/m",
+            "trainer.n_gpus_per_node=2",
+        ]
+    ]
     placed = {name_of(c[1:]): c[0] for what, c in events(record) if what == "gpu" and "seed=" in " ".join(c)}
     assert placed == {
         "learn_seal_s1": "4",
