@@ -93,6 +93,17 @@ def _resolved(trainer_config: Any) -> _Resolved:
     return cached
 
 
+_TOKEN_LIMITS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def _token_limit(tokenizer: Any) -> int:
+    """`len(tokenizer)`, counted once per tokenizer (a worker loads one and never changes its vocabulary):
+    counting Qwen2.5's 151,665 tokens takes tens of milliseconds, and verl builds a loop per trajectory."""
+    if tokenizer not in _TOKEN_LIMITS:
+        _TOKEN_LIMITS[tokenizer] = len(tokenizer)
+    return _TOKEN_LIMITS[tokenizer]
+
+
 def rollout_settings(trainer_config: Any) -> RolloutSettings:
     """`seal.rollout` of the trainer config; the defaults when the config has no `seal` section."""
     node = OmegaConf.select(trainer_config, "seal.rollout", default=None)
@@ -192,7 +203,7 @@ class SealAgentLoop(AgentLoopBase):
         }
         # The one masked token of a trajectory without a response (the environment failed at once).
         self.filler_id = min(self.end_of_turn_ids, default=self.tokenizer.pad_token_id or 0)
-        self.token_limit = len(self.tokenizer)
+        self.token_limit = _token_limit(self.tokenizer)
 
     def _cap_text_prompt_length(self, prompt_ids: list[int]) -> list[int]:
         """verl's cap of the opening prompt, noting that it cut: such an episode is not played."""
