@@ -1,25 +1,47 @@
 """Fixtures that several test modules share, set up once per session (once in each pytest-xdist worker)
-because each takes seconds."""
+because each takes seconds, and the order the tests run in: the ones on a local Ray first, on one worker,
+then the rest (`run_order`)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support import ray_session
+from tests.support.ray_session import LOCAL_RAY
 
 
-@pytest.fixture(scope="session")
-def transfer_queue() -> Iterator[None]:
+@pytest.fixture(scope="module")
+def transfer_queue() -> None:
     """A local Ray with TransferQueue (one SimpleStorage unit), as verl's V1 trainer starts them; starting
-    Ray takes a quarter of a minute on two cores, so the modules that need it share one."""
+    Ray takes a quarter of a minute on two cores, so the first module that needs it starts it and the next
+    ones use it, until a test that does not need it comes next (`pytest_runtest_teardown` below)."""
     ray_session.start()
-    try:
-        yield
-    finally:
+
+
+def run_order(item: pytest.Item) -> int:
+    """0 for the `local_ray` tests: they run first, one after another, so that with `--dist worksteal` the
+    worker that takes the head of the collection runs them all and starts one Ray for them (after playing
+    ray.cluster_utils' nodes), not each worker its own. 1 for the rest, in collection order."""
+    return 0 if item.get_closest_marker(LOCAL_RAY) is not None else 1
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering and deselection
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test of the session's Ray is a `local_ray` test too; then the tests in `run_order`."""
+    for item in items:
+        if "transfer_queue" in item.fixturenames and item.get_closest_marker(LOCAL_RAY) is None:
+            item.add_marker(LOCAL_RAY)
+    items.sort(key=run_order)
+
+
+@pytest.hookimpl(trylast=True)  # after the test's own fixtures are torn down
+def pytest_runtest_teardown(nextitem: pytest.Item | None) -> None:
+    """Stop the session's Ray when the next test is not a `local_ray` one, rather than let it idle (a tenth
+    of a core) to the end of the run; a later `local_ray` module would start it again."""
+    if nextitem is None or nextitem.get_closest_marker(LOCAL_RAY) is None:
         ray_session.stop()
 
 

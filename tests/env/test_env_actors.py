@@ -43,15 +43,14 @@ from tests.support.rollout_helpers import model_folder, row
 
 TASK = "multi_turn_base_0"
 NODE_RESOURCES = ("node_a", "node_b")
+pytestmark = pytest.mark.local_ray  # a Ray of its own, on the worker that runs the session's (conftest.py)
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
     """Two raylets with distinct node ids and resources, one CPU each; this process drives the head. The
-    session's Ray (tests/conftest.py), if up, is stopped meanwhile and started again after."""
-    shared = ray.is_initialized()
-    if shared:
-        ray_session.stop()
+    session's Ray (tests/conftest.py), if up, is stopped first; the next module that needs it starts it."""
+    ray_session.stop()
     nodes = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 1, "include_dashboard": False, "resources": {NODE_RESOURCES[0]: 1}},
@@ -62,8 +61,6 @@ def cluster() -> Iterator[Cluster]:
     yield nodes
     ray.shutdown()
     nodes.shutdown()
-    if shared:
-        ray_session.start()
 
 
 @pytest.fixture(scope="module")

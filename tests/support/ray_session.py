@@ -1,21 +1,39 @@
-"""The session's local Ray with TransferQueue, as verl's V1 trainer starts them: started once for the modules
-that need it (tests/conftest.py), stopped and started again around a module that needs a Ray of its own."""
+"""The session's local Ray with TransferQueue, as verl's V1 trainer starts them (tests/conftest.py), and the
+marker of the tests that use a local Ray.
+
+Starting a Ray takes a quarter of a minute of both cores and an idle one keeps a tenth of a core busy, so the
+`local_ray` tests run first, on one pytest-xdist worker, and the Ray stops after them."""
 
 from __future__ import annotations
 
+LOCAL_RAY = "local_ray"
+"""The marker of the tests that use a local Ray: the session's, or one of their own (ray.cluster_utils)."""
+
+_running = False
+
 
 def start() -> None:
+    """Start the session's Ray, unless it runs already."""
     import ray
     import transfer_queue as tq
     from omegaconf import OmegaConf
 
+    global _running
+    if _running:
+        return
     ray.init(address="local", num_cpus=4, include_dashboard=False, log_to_driver=False)  # never a neighbour's
     tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))
+    _running = True
 
 
 def stop() -> None:
+    """Stop the session's Ray, if it runs."""
+    global _running
+    if not _running:
+        return
     import ray
     import transfer_queue as tq
 
+    _running = False
     tq.close()
     ray.shutdown()

@@ -30,6 +30,7 @@ from tests.support.service_thread import service_in_thread
 from tests.trainer.rl.test_agent_loop import fields, generate
 
 hostile = load_script("hostile_probes")
+pytestmark = pytest.mark.local_ray  # the Ray backend's cases play on the session's Ray (env_actors below)
 REFERENCE = InProcessEnvClient(EpisodeStore())
 CASES = [
     (backend, probe, mode)
