@@ -1,6 +1,6 @@
 """Fixtures that several test modules share, set up once per session (once in each pytest-xdist worker)
 because each takes seconds, and the order the tests run in: the ones on a local Ray first, on one worker,
-then the rest (`run_order`)."""
+then the modules with a long shared set-up, then the rest (`run_order`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ import pytest
 
 from tests.support import ray_session
 from tests.support.ray_session import LOCAL_RAY
+
+HEAVY_SETUP = "heavy_setup"
+"""The marker of a module whose tests share a set-up that takes many seconds (see `run_order`)."""
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +27,12 @@ def transfer_queue() -> None:
 def run_order(item: pytest.Item) -> int:
     """0 for the `local_ray` tests: they run first, one after another, so that with `--dist worksteal` the
     worker that takes the head of the collection runs them all and starts one Ray for them (after playing
-    ray.cluster_utils' nodes), not each worker its own. 1 for the rest, in collection order."""
-    return 0 if item.get_closest_marker(LOCAL_RAY) is not None else 1
+    ray.cluster_utils' nodes), not each worker its own. 1 for a `heavy_setup` module's tests: run early,
+    where work stealing (it takes the tail of a worker's queue) never splits the module between workers,
+    each of which would build its set-up. 2 for the rest, in collection order."""
+    if item.get_closest_marker(LOCAL_RAY) is not None:
+        return 0
+    return 1 if item.get_closest_marker(HEAVY_SETUP) is not None else 2
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own reordering and deselection

@@ -17,6 +17,7 @@ from tests.support.run_folders import GROUP, write_dump, write_launch, write_tra
 from tests.support.script_module import load_script
 
 compare_runs = load_script("compare_runs")
+pytestmark = pytest.mark.heavy_setup  # `root`: six composed and trained runs
 SEEDS = (1, 2, 3)
 STEPS = 24
 BATCH = 16

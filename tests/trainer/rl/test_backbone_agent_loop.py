@@ -48,6 +48,7 @@ LOGPROB = -0.5
 SPLIT = set(TASKS[::4])
 """One task per category whose replies are sampled one character at a time."""
 LIMITS = ["data.max_prompt_length=10240", "actor_rollout_ref.rollout.max_model_len=16384"]
+pytestmark = pytest.mark.heavy_setup  # `played`: 64 trajectories per backbone, seconds apiece
 
 
 class SplitReplies(ScriptedLLMServer):
