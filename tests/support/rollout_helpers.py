@@ -4,6 +4,8 @@ check the token stream against)."""
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,7 +56,17 @@ def trainer_config(
     overrides: Sequence[str] = (),
     **rollout: Any,
 ) -> DictConfig:
-    """verl's ppo_trainer composed with the model folder and SEAL's loops, plus `seal.rollout`."""
+    """verl's ppo_trainer composed with the model folder and SEAL's loops, plus `seal.rollout`: each caller
+    gets its own copy of a composition made once per process for the same arguments (a second apiece)."""
+    return copy.deepcopy(
+        _trainer_config(folder, response_length, tuple(overrides), tuple(sorted(rollout.items())))
+    )
+
+
+@functools.cache
+def _trainer_config(
+    folder: Path, response_length: int, overrides: tuple[str, ...], rollout: tuple[tuple[str, Any], ...]
+) -> DictConfig:
     config_dir = str(Path(verl.__file__).parent / "trainer" / "config")
     with initialize_config_dir(config_dir=config_dir, version_base=None):
         config = compose(
@@ -69,7 +81,7 @@ def trainer_config(
             ],
         )
     with open_dict(config):
-        config.seal = {"rollout": OmegaConf.structured(RolloutSettings(**rollout))}
+        config.seal = {"rollout": OmegaConf.structured(RolloutSettings(**dict(rollout)))}
     return config
 
 
