@@ -5,15 +5,26 @@ then the modules with a long shared set-up, then the rest (`run_order`)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from tests.support import ray_session
 from tests.support.ray_session import LOCAL_RAY
+from tests.support.yaml_once import parsed_once
 
 HEAVY_SETUP = "heavy_setup"
 """The marker of a module whose tests share a set-up that takes many seconds (see `run_order`)."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def yaml_parsed_once() -> Iterator[None]:
+    """Every Hydra composition of the session parses each YAML text once (tests/support/yaml_once.py)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(OmegaConf, "load", staticmethod(parsed_once(OmegaConf.load)))
+        yield
 
 
 @pytest.fixture(scope="module")
