@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from ray.core.generated import common_pb2
@@ -122,3 +125,23 @@ def test_the_stop_reaches_a_driver_blocked_in_ray_get():
         ray.get(waiting)
     assert time.monotonic() - started < 15
     ray.cancel(waiting, force=True)
+
+
+def test_rays_own_memory_monitor_killing_an_actor_stops_the_driver_in_one_line():
+    """A fresh Ray whose kill line is 1% of the node kills the busy actor; the driver, asleep, is stopped."""
+    script = Path(__file__).parents[2] / "support" / "ray_memory_kill.py"
+    low_line = {"RAY_memory_usage_threshold": "0.01", "RAY_memory_monitor_refresh_ms": "100"}
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=script.parents[2],
+        env={**os.environ, **low_line},
+    )
+    assert done.returncode == 3, done.stderr[-2000:]
+    (line,) = done.stdout.splitlines()
+    assert line.startswith("Ray killed 1 actor(s) of the run for host memory (Busy)")
+    assert "were killed due to the node running low on memory" in line
+    assert time.monotonic() - started < 60
