@@ -21,7 +21,8 @@ class Busy:
 def main() -> int:
     try:
         with stop_on_memory_kills(poll_seconds=0.5):
-            ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+            # a Ray of its own, never a neighbour's (another test's cluster on this machine)
+            ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
             busy = Busy.remote()
             busy.spin.remote()
             time.sleep(60)
