@@ -17,11 +17,13 @@
 # a run with trained.json is done and skipped; one cut short resumes from its last checkpoint (every 8 steps).
 # GPUS (default 1): with more, the SFT start trains on all of them (its batch split across them), then seed number
 # k of the list runs on GPU (k - 1) mod GPUS alone (CUDA_VISIBLE_DEVICES, counted within the one the node sets),
-# so a node of two GPUs trains two seeds' pairs at once. CONCURRENT (default 2 x GPUS: each seed's two arms together) launches run
-# at once; vLLM's gpu_memory_utilization is sized for the launches per GPU (n = CONCURRENT / GPUS):
+# so a node of two GPUs trains two seeds' pairs at once. CONCURRENT (default 2 x GPUS: each seed's two arms
+# together) launches run at once; vLLM's gpu_memory_utilization is sized for the launches per GPU (n = CONCURRENT / GPUS):
 # min(0.3, (74 GB / n - 6 GB) / 80 GB), 6 GB being a run's actor, contexts and slack; MEMORY_SHARE sets it
 # instead (0.25 leaves room for scripts/gpu_ood_eval.sh at GPU_MEMORY=0.15, started after the arms' first step:
-# an engine starting beside two others starting found no memory for its KV cache).
+# an engine starting beside two others starting found no memory for its KV cache). Each engine's KV cache is
+# set outright to its share less 4 GiB (vLLM's kv_cache_memory_bytes), so that no engine sizes it by measuring
+# the GPU while a neighbour allocates or frees memory (verl puts an engine to sleep as soon as it has started).
 # State and logs: experiments/arms/ (driver.log, <run>.log, <run>.exit).
 # Time on one H100 (2026-11-25, kit installed in 3 min): SFT 75 steps in 5.3 min (6.5 with its start-up); a
 # SEAL launch 64 tasks x 8x8 took ~9 min to its first step (start-up and greedy val on 100 tasks) and 41-48 s a
@@ -56,6 +58,12 @@ memory_share() {
   awk -v n="$concurrent" -v g="$gpus" 'BEGIN { n = n / g; if (n < 1) n = 1; u = (74 / n - 6) / 80; if (u > 0.3) u = 0.3; printf "%.2f", u }'
 }
 
+kv_cache_bytes() {  # the KV cache of one engine: its share of an 80 GB GPU less 4 GiB (weights, graphs, slack)
+  local mib
+  mib=$(awk -v u="$(memory_share)" 'BEGIN { g = u * 80 - 4; if (g < 2) g = 2; printf "%d", g * 1024 }')
+  echo $((mib * 1048576))
+}
+
 runs_of() { for seed in "$@"; do for arm in "${arms[@]}"; do echo "learn_${arm}_s${seed}"; done; done; }
 
 train_run() {  # train_run NAME SFT_MODEL GPU: one launch on that GPU, logged; its exit status into <run>.exit
@@ -65,7 +73,8 @@ train_run() {  # train_run NAME SFT_MODEL GPU: one launch on that GPU, logged; i
   devices=(${devices[*]//,/ })
   [ "$gpus" -le 1 ] || export CUDA_VISIBLE_DEVICES=${devices[$3]:-$3}
   "$py" launcher.py --conf "exp/learn_${arm}.yaml" --with-bfcl -- actor_rollout_ref.model.path="$2" \
-    seed="$seed" actor_rollout_ref.rollout.gpu_memory_utilization="$(memory_share)" > "$state/$name.log" 2>&1
+    seed="$seed" actor_rollout_ref.rollout.gpu_memory_utilization="$(memory_share)" \
+    +actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes="$(kv_cache_bytes)" > "$state/$name.log" 2>&1
   echo $? > "$state/$name.exit"
 }
 

@@ -10,6 +10,9 @@
 # network, so on the node it is refused in one line and Table 2 shows it as not run. GPU_MEMORY (default 0.3) is
 # the server's vLLM gpu_memory_utilization: lower it to share the GPU with training runs (0.15 holds SmolLM2), but
 # start it once their vLLM engines are up: three engines profiling at once left one no KV cache (seen on an H100).
+# With GPU_MEMORY given, the server's KV cache is set outright to that share of an 80 GB GPU less 4 GiB
+# (--kv-cache-memory-bytes; room for a small model's weights), so it is not sized by measuring a GPU where
+# training engines sleep and wake; without it, vLLM sizes the cache by measuring the GPU it has alone.
 # NAME (default: MODEL_DIR's folder name) names the checkpoint's row in Table 2.
 set -uo pipefail
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; exit 0 ;; esac
@@ -21,12 +24,18 @@ py=${PYTHON:-python3}
 port=${PORT:-8000}
 gpu_memory=${GPU_MEMORY:-0.3}
 name=${NAME:-$(basename "$model")}
+kv_cache=()
+if [ -n "${GPU_MEMORY:-}" ]; then
+  kv_mib=$(awk -v u="$gpu_memory" 'BEGIN { g = u * 80 - 4; if (g < 2) g = 2; printf "%d", g * 1024 }')
+  kv_cache=(--kv-cache-memory-bytes $((kv_mib * 1048576)))
+fi
 url=http://127.0.0.1:$port/v1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0 \
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
 cd "$(dirname "$0")/.." && mkdir -p "$out"
 "$py" -m vllm.entrypoints.openai.api_server --model "$model" --served-model-name ood --port "$port" \
-  --gpu-memory-utilization "$gpu_memory" --enforce-eager --enable-auto-tool-choice --tool-call-parser hermes \
+  --gpu-memory-utilization "$gpu_memory" "${kv_cache[@]}" --enforce-eager --enable-auto-tool-choice \
+  --tool-call-parser hermes \
   > "$out/vllm.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT

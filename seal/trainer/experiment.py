@@ -134,16 +134,18 @@ def ensure_data(config: DictConfig) -> list[Path]:
 
 def train(config: DictConfig) -> None:
     """verl's `main()` for SEAL, on a config the launch has resolved (`seal.attention` included): set the
-    device, build missing data, validate, run PPO (SealTaskRunner)."""
+    device, build missing data, validate, run PPO (SealTaskRunner), stopped if Ray kills actors for memory."""
     from verl.trainer.main_ppo import run_ppo
     from verl.utils.device import auto_set_device
 
+    from seal.trainer.rl.oom_watch import stop_on_memory_kills
     from seal.trainer.rl.task_runner import SealTaskRunner
 
     auto_set_device(config)
     ensure_data(config)
     validate_experiment(config)
-    run_ppo(config, task_runner_class=SealTaskRunner)
+    with stop_on_memory_kills():
+        run_ppo(config, task_runner_class=SealTaskRunner)
 
 
 def to_yaml(config: DictConfig) -> str:

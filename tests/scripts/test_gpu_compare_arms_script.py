@@ -95,6 +95,8 @@ def test_the_sft_start_then_each_seed_s_two_arms_together_then_the_comparison(tm
         overrides = command[command.index("--") + 1 :]
         assert command[3] == "--with-bfcl" and f"actor_rollout_ref.model.path={SFT_MODEL}" in overrides
         assert "actor_rollout_ref.rollout.gpu_memory_utilization=0.30" in overrides
+        kv = f"+actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes={20 * 2**30}"
+        assert kv in overrides  # set outright: no engine measures the GPU beside its neighbour
     for command in runs[:2]:  # one launch per arm composes: its keys exist and its values fit
         launcher.compose(ROOT / command[2], command[command.index("--") + 1 :])
     running, most = set(), 0
@@ -132,14 +134,18 @@ def test_a_second_call_skips_what_is_done_and_a_failed_run_is_named(tmp_path):
     assert "learn_vanilla_s2: failed, exit 1 (experiments/arms/learn_vanilla_s2.log)" in status
 
 
-@pytest.mark.parametrize(("concurrent", "share"), [("3", "0.23"), ("4", "0.16"), ("6", "0.08")])
-def test_the_memory_share_is_sized_for_the_runs_at_once(tmp_path, concurrent, share):
+@pytest.mark.parametrize(
+    ("concurrent", "share", "kv_gib"), [("3", "0.23", 14.4), ("4", "0.16", 8.8), ("6", "0.08", 2.4)]
+)
+def test_the_memory_share_is_sized_for_the_runs_at_once(tmp_path, concurrent, share, kv_gib):
     work, record, env = project(tmp_path)
     assert script(work, {**env, "CONCURRENT": concurrent}, "run", "/models/m", "7").returncode == 0
     runs = [c for what, c in events(record) if what == "start" and "seed=7" in c]
     assert (
         all(f"actor_rollout_ref.rollout.gpu_memory_utilization={share}" in c for c in runs) and len(runs) == 2
     )
+    kv = f"+actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes={int(kv_gib * 1024) * 2**20}"
+    assert all(kv in c for c in runs)
 
 
 def test_start_returns_at_once_and_the_driver_goes_on_in_its_own_session(tmp_path):

@@ -30,7 +30,7 @@ def test_the_script_serves_the_checkpoint_then_runs_each_suite_and_table_2(tmp_p
     out = tmp_path / "ood"
     with serve(ScriptedServer()) as url:
         port = str(urlsplit(url).port)
-        env = {**os.environ, "PYTHON": str(python), "RECORD": str(record), "PORT": port}
+        env = {**os.environ, "PYTHON": str(python), "RECORD": str(record), "PORT": port, "GPU_MEMORY": "0.3"}
         done = subprocess.run(
             ["bash", str(ROOT / "scripts" / "gpu_ood_eval.sh"), "/models/smollm2", str(out), "3"],
             env=env,
@@ -46,6 +46,8 @@ def test_the_script_serves_the_checkpoint_then_runs_each_suite_and_table_2(tmp_p
     (table,) = [c for c in commands if "scripts/stats_validation_bfcl.py" in c]
     assert server[:2] == ["-m", "vllm.entrypoints.openai.api_server"] and "/models/smollm2" in server
     assert {"--enable-auto-tool-choice", "--tool-call-parser"} <= set(server)
+    kv = server[server.index("--kv-cache-memory-bytes") + 1]  # GPU_MEMORY=0.3: 24 GB less 4 GiB, outright
+    assert server[server.index("--gpu-memory-utilization") + 1] == "0.3" and kv == str(20 * 2**30)
     assert [e[e.index("--suite") + 1] for e in evals] == ["bfcl_v4_memory", "tau2", "bfcl_v4_web_search"]
     for command in evals:
         assert command[:3] == ["-m", "seal.cli", "eval"]

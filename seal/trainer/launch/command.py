@@ -134,7 +134,8 @@ def run(args: argparse.Namespace, entry: Entry | None = None, argv: list[str] | 
 def refusal_of(exc: BaseException) -> tuple[str, int] | None:
     """The line and exit status of an error that ends a launch without a traceback: 2 for a bad command line
     or config, 1 for a failed check, a service that would not start, or a run its environment stopped
-    (`EnvServiceFailure`, also when Ray hands it over wrapped); None for any other error."""
+    (`EnvServiceFailure`, also when Ray hands it over wrapped) or Ray's memory monitor killed
+    (`RayMemoryKill`); None for any other error."""
     if isinstance(exc, LaunchError):
         return str(exc), exc.status
     from seal.env.process import ServiceStartError
@@ -147,6 +148,7 @@ def refusal_of(exc: BaseException) -> tuple[str, int] | None:
     from seal.trainer.launch.sft import SFTRunError
     from seal.trainer.preflight import PreflightError
     from seal.trainer.rl.env_failures import env_service_failure_in
+    from seal.trainer.rl.oom_watch import RayMemoryKill
     from seal.trainer.sft.data import SFTDataError
 
     failure = env_service_failure_in(exc)
@@ -155,7 +157,7 @@ def refusal_of(exc: BaseException) -> tuple[str, int] | None:
     bad_config = (ExperimentError, ExperimentKeyError, LaunchCheckError, OverrideKeyError, OverrideTypeError)
     if isinstance(exc, (*bad_config, AttentionError)):
         return str(exc), 2
-    if isinstance(exc, PreflightError | ServiceStartError | SFTDataError | SFTRunError):
+    if isinstance(exc, PreflightError | ServiceStartError | SFTDataError | SFTRunError | RayMemoryKill):
         return str(exc), 1
     return None
 
