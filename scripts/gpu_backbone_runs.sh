@@ -20,13 +20,16 @@
 #   3b-offload-all  SEAL_3B with the actor's param and optimizer offload, fp32 reference: the run Ray killed
 #   7b-lora         exp/SEAL.yaml on one GPU with verl's LoRA (rank 64), 1 step of 16 x 8, on $MODELS/qwen2.5-7b;
 #                   vLLM reads the base from the model folder (load_format=safetensors) and only the adapters
-#                   are synced, layer by layer (with verl's `dummy`, the first sync gathered the whole fp32 base
-#                   on the host and an H200 node ran out of RAM: scripts/memory_plan.py 7b-1h200-lora-dummy);
-#                   responses shaped as 3b-shaped's (the memory peaks are set by the micro-batches' token budget
-#                   and vLLM's share, not by the cap; the step holds the tokens a trained model's does)
+#                   are synced (with verl's `dummy`, the first sync gathered the whole fp32 base on the host and
+#                   an H200 node ran out of RAM: scripts/memory_plan.py 7b-1h200-lora-dummy); the actor on
+#                   FSDP2 (on FSDP1 verl syncs no adapter tensor: seal/trainer/launch/engine_limits.py), so
+#                   attention is sdpa (the fused kernels torch_varlen needs fail on FSDP2); responses shaped as
+#                   3b-shaped's (the step holds the tokens a trained model's does). Measured on an H200: one step
+#                   in 582 s, peak GPU 87.5 GiB, node 113.2 GiB (README, "What fits where")
 #   8b-lora         the same on $MODELS/toolace-2-8b with its python_list protocol and a 9,216-token prompt budget
 #   7b-full         exp/SEAL.yaml on one H200, full fine-tuning: param offload, bf16 reference, vLLM 0.4,
-#                   8,192-token micro-batches, 1 step of 16 x 8, shaped responses (memory_plan.py: marginal)
+#                   10,240-token micro-batches, 1 step of 16 x 8, shaped responses. Measured: out of GPU memory
+#                   in the first optimizer step (AdamW's moments on the GPU beside the gathered weights)
 # MODELS (default /root/models) holds the model folders; PYTHON (default python3) runs the scripts.
 set -uo pipefail
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
@@ -37,13 +40,15 @@ py=${PYTHON:-python3}
 models=${MODELS:-/root/models}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
 cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # scripts/backbone_table.py reads the runs with seal
 state=experiments/.backbone_run
 timed=(trainer.val_before_train=false trainer.test_freq=-1 trainer.save_freq=-1 "trainer.logger=[console,file]")
 one_step_of_16=(trainer.total_training_steps=1 data.train_batch_size=16 data.max_response_length=1152)
 single=(trainer.n_gpus_per_node=1)
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.actor.fsdp_config.param_offload=true actor_rollout_ref.rollout.load_format=safetensors
-      actor_rollout_ref.rollout.layered_summon=true)
+      actor_rollout_ref.actor.strategy=fsdp2 actor_rollout_ref.actor.fsdp_config.strategy=fsdp2
+      actor_rollout_ref.ref.fsdp_config.strategy=fsdp2 seal.attention=sdpa)
 
 launch_args() {  # launch_args RUN: the launcher's arguments, one per line
   case "$1" in
@@ -60,7 +65,7 @@ launch_args() {  # launch_args RUN: the launcher's arguments, one per line
     7b-full) printf '%s\n' exp/SEAL.yaml "actor_rollout_ref.model.path=$models/qwen2.5-7b" "${single[@]}" \
           "${one_step_of_16[@]}" actor_rollout_ref.actor.fsdp_config.param_offload=true \
           actor_rollout_ref.ref.fsdp_config.model_dtype=bf16 actor_rollout_ref.rollout.gpu_memory_utilization=0.4 \
-          actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192 ;;
+          actor_rollout_ref.actor.ppo_max_token_len_per_gpu=10240 ;;
     *) return 2 ;;
   esac
 }

@@ -24,12 +24,12 @@ from seal.backbones.memory import Budget, Placement, plan
 H100 = Placement()
 H200 = Placement(gpu_gib=140.4, host_gib=125.9)
 FOUR_H100 = replace(H100, gpus=4, host_gib=1024.0)
-LORA = {"lora_rank": 64, "param_offload": True}
+LORA = {"lora_rank": 64, "param_offload": True, "fsdp2": True}
 MARGIN = 0.05
 """A peak within 5% of the GPU's memory is too close to call by arithmetic: measure it."""
 HOST_MARGIN = 0.10
-"""The same for the node below Ray's line: the rest of the node measured 25 and 31 GiB in two runs (5% of a
-node's RAM apart), and Ray checks every 250 ms where a sampler sees a transient peak only by chance."""
+"""The same for the node below Ray's line: the rest of the node measured 25 to 40 GiB in three runs, and Ray
+checks every 250 ms where a sampler sees a transient peak only by chance."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,8 @@ class Scenario:
     backbone: str
     placement: Placement
     what: str
+    measured: str = ""
+    """What a run of this scenario showed (scripts/gpu_backbone_runs.sh; README), or nothing: not run."""
 
 
 SCENARIOS = [
@@ -46,38 +48,43 @@ SCENARIOS = [
         "qwen2.5-3b",
         replace(H100, param_offload=True, optimizer_offload=True),
         "SEAL_3B on 1 H100, actor param+optimizer offload, fp32 reference (the run Ray killed)",
+        "Ray killed it: worker at 100.4 GB",
     ),
     Scenario(
         "3b-1gpu",
         "qwen2.5-3b",
         replace(H100, param_offload=True, ref_bytes=2, vllm_utilization=0.4),
         "exp/SEAL_3B_1gpu.yaml",
+        "75.3 / 74: 2 steps",
     ),
     Scenario("7b-4gpu", "qwen2.5-7b", FOUR_H100, "exp/SEAL.yaml (Table 4) on 4 H100"),
     Scenario("8b-4gpu", "toolace-2-8b", FOUR_H100, "exp/SEAL.yaml on 4 H100, ToolACE-2-8B"),
     Scenario(
         "7b-1h200-full",
         "qwen2.5-7b",
-        replace(H200, param_offload=True, ref_bytes=2, vllm_utilization=0.4, micro_batch_tokens=8192),
-        "full fine-tuning on 1 H200: param offload, bf16 reference, vLLM 0.4, 8k-token micro-batches",
+        replace(H200, param_offload=True, ref_bytes=2, vllm_utilization=0.4, micro_batch_tokens=10240),
+        "full fine-tuning on 1 H200: param offload, bf16 reference, vLLM 0.4, 10k-token micro-batches",
+        "137.9 (OOM) / 114.9: out of GPU memory in the first optimizer step",
     ),
     Scenario(
         "8b-1h200-full",
         "toolace-2-8b",
-        replace(H200, param_offload=True, ref_bytes=2, vllm_utilization=0.4, micro_batch_tokens=8192),
+        replace(H200, param_offload=True, ref_bytes=2, vllm_utilization=0.4, micro_batch_tokens=10240),
         "the same for ToolACE-2-8B",
     ),
     Scenario(
         "7b-1h200-lora-dummy",
         "qwen2.5-7b",
-        replace(H200, **LORA, lora_base_from_actor=True),
-        "LoRA rank 64 on 1 H200, rollout.load_format=dummy: the first sync sends the base (Ray killed it)",
+        replace(H200, **{**LORA, "fsdp2": False}, lora_base_from_actor=True),
+        "LoRA rank 64 on 1 H200, FSDP1, rollout.load_format=dummy: the first sync sends the base",
+        "114.8 / 118.1: Ray killed 7 workers at the first sync",
     ),
     Scenario(
         "7b-1h200-lora",
         "qwen2.5-7b",
         replace(H200, **LORA),
-        "LoRA rank 64 (verl's) on 1 H200, rollout.load_format=safetensors: only the adapters are synced",
+        "LoRA rank 64 (verl's) on 1 H200, FSDP2, load_format=safetensors: only the adapters are synced",
+        "87.5 / 113.2: 1 step in 582 s",
     ),
     Scenario("8b-1h200-lora", "toolace-2-8b", replace(H200, **LORA), "LoRA rank 64 on 1 H200, ToolACE-2-8B"),
     Scenario("7b-1h100-lora", "qwen2.5-7b", replace(H100, **LORA), "LoRA rank 64 on 1 H100"),
@@ -111,6 +118,7 @@ def table(markdown: bool) -> str:
         "generate GiB/GPU",
         "host GiB per GPU / node",
         "fits",
+        "measured GPU / node GiB",
     ]
     lines = []
     for scenario, budget in rows():
@@ -127,6 +135,7 @@ def table(markdown: bool) -> str:
                 f"{budget.generate_gib:.1f}",
                 host,
                 verdict(budget),
+                scenario.measured or "not run",
             ]
         )
     if markdown:

@@ -1,6 +1,7 @@
 """Per-GPU and host memory of a SEAL launch by arithmetic, as verl 0.9.1's FSDP engine places it.
 
-What lives where (verl 0.9.1, strategy `fsdp`; one process per GPU holds the actor and the reference model):
+What lives where (verl 0.9.1, strategy `fsdp` unless said; one process per GPU holds the actor and the
+reference model):
 - actor: fp32 weights (`model_dtype: fp32`), fp32 gradients and AdamW's two fp32 moments, sharded over the
   GPUs, plus FSDP's bf16 compute copy of the shard; `param_offload` / `optimizer_offload` move weights /
   moments to the host between phases only: the update loads them all back (`BaseEngineCtx`, engine/base.py);
@@ -11,7 +12,8 @@ What lives where (verl 0.9.1, strategy `fsdp`; one process per GPU holds the act
   next power of two: a FSDP unit (one decoder layer) of 308 MB takes 512 MiB;
 - start-up: vLLM takes its share while the actor's weights are still on the GPU, offloaded or not (measured on
   an H200: 114.8 GiB for the 7B LoRA run, its 84 GiB share beside the 29 GiB fp32 actor); the actor offloads
-  them only after the first weight sync;
+  them only after the first weight sync. On FSDP2 with `param_offload` they leave the GPU as the actor is
+  built (1.9 GiB on the GPU before vLLM started), and the worker holds more on the host (measured);
 - vLLM: `gpu_memory_utilization` of the GPU while it generates; asleep (level 2) it frees weights and cache,
   with a LoRA adapter (level 1) it keeps its bf16 weights on the host;
 - LoRA with `rollout.load_format: dummy` (verl's default): vLLM starts with random weights, so the first
@@ -37,10 +39,15 @@ WORKSPACE_GIB = 2.0
 """Log-prob chunks, the loss, allocator slack."""
 HOST_BASELINE_GIB = 4.0
 """A training worker's own host memory: CUDA and torch libraries, Python, the tokenizer."""
-NODE_BASELINE_GIB = 30.0
+NODE_BASELINE_GIB = 40.0
 """The rest of the node: Ray, TransferQueue, the environment service and its workers, vLLM's processes.
-Measured as the node less the training worker (and vLLM's weights while asleep): 25 GiB beside the 3B recipe
-on an H100, 31 GiB beside the 7B LoRA run on an H200 (2026-11-25)."""
+Measured as the node less the training worker and vLLM's weights while asleep: 25 GiB beside the 3B recipe on
+an H100, 31 GiB beside the 7B LoRA run on FSDP1 and 40 GiB beside it on FSDP2 on an H200 (2026-11-25/26);
+the plan takes the largest."""
+FSDP2_HOST_EXTRA_BYTES = 2.7
+"""Host bytes per parameter that an FSDP2 worker with `param_offload` held beyond the pinned weights:
+measured, not derived (the 7B LoRA run's worker: 59.0 GiB RSS where the pinned fp32 weights and the
+baseline are 40.0; about a bf16 copy of the weights and a little more)."""
 RAY_MEMORY_THRESHOLD = 0.95
 """Ray kills a worker once the node's memory use passes this share (`RAY_memory_usage_threshold`)."""
 
@@ -61,6 +68,8 @@ class Placement:
     param_offload: bool = False
     optimizer_offload: bool = False
     lora_rank: int = 0
+    fsdp2: bool = False
+    """`fsdp_config.strategy: fsdp2` (where verl's LoRA must train: seal/trainer/launch/engine_limits.py)."""
     lora_base_from_actor: bool = False
     """LoRA with `rollout.load_format: dummy`: the first weight sync gathers the whole base on the host."""
     vllm_utilization: float = 0.6
@@ -154,12 +163,15 @@ def plan(config: dict[str, Any], placement: Placement) -> Budget:
         0.0 if p.optimizer_offload else parts["AdamW moments"]
     )
     budget.generate_gib = parts["vLLM share"] + resident + contexts
-    budget.startup_gib = parts["vLLM share"] + parts["actor weights"] + contexts
+    on_gpu_at_start = 0.0 if p.fsdp2 and p.param_offload else parts["actor weights"]
+    budget.startup_gib = parts["vLLM share"] + on_gpu_at_start + contexts
     moments = [trainable] if p.lora_rank else units
     host = budget.host_parts
     host["worker baseline"] = HOST_BASELINE_GIB
     if p.param_offload:
         host["pinned actor weights"] = pinned_gib([n * p.model_bytes for n in units], p.pinned_rounding)
+    if p.param_offload and p.fsdp2:
+        host["FSDP2 offload's extra (measured)"] = weights * FSDP2_HOST_EXTRA_BYTES / GIB
     if p.optimizer_offload:
         host["pinned AdamW moments"] = 2 * pinned_gib([n * train_bytes for n in moments], p.pinned_rounding)
     if p.ref_bytes and not p.lora_rank:  # the weights and the gradient buffer FSDP pins beside them

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 from seal.trainer.launch import command as launcher
+from seal.trainer.launch.checks import check_launch_config
+from seal.trainer.settings import settings_from_config
 from tests.support.script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +83,11 @@ def test_the_table_gives_start_up_phases_peaks_and_the_targets(tmp_path, capsys)
     assert backbone_table.main([str(run)]) == 0
     out = capsys.readouterr().out
     assert "start-up s 170.0" in out and "peak GPU GiB 71.5" in out and "peak process RSS GiB 44.1" in out
-    assert "targets at step 2: step s ok, tokens/s/GPU ok, start-up s ok" in out
+    assert "3B targets at step 2: step s ok, tokens/s/GPU ok, start-up s ok" in out
+    seven = tmp_path / "backbone_7b_lora"
+    shutil.copytree(run, seven)
+    assert backbone_table.main([str(seven)]) == 0
+    assert "targets" not in capsys.readouterr().out  # the 3B shape's targets are not the 7B's
     assert backbone_table.main([str(tmp_path / "missing")]) == 1
 
 
@@ -138,6 +144,7 @@ def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_pa
             continue
         config = launcher.compose(ROOT / launch[2], overrides)
         assert config.trainer.n_gpus_per_node == 1 and config.trainer.total_training_steps in (1, 2)
+        check_launch_config(config, settings_from_config(config))  # what the launcher refuses, this never is
         if run == "3b-shaped":  # the recipe: moments on the GPU, a bf16 reference, the paper's batch
             actor, ref = config.actor_rollout_ref.actor, config.actor_rollout_ref.ref
             assert actor.fsdp_config.param_offload and not actor.fsdp_config.optimizer_offload
@@ -146,7 +153,9 @@ def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_pa
         if run == "8b-lora":
             assert config.actor_rollout_ref.model.lora_rank == 64 and config.data.max_response_length == 1152
             rollout = config.actor_rollout_ref.rollout  # vLLM reads the base; only adapters are synced
-            assert rollout.load_format == "safetensors" and rollout.layered_summon
+            assert rollout.load_format == "safetensors" and not rollout.layered_summon  # fails on one GPU
+            assert config.actor_rollout_ref.actor.fsdp_config.strategy == "fsdp2"  # engine_limits.py says why
+            assert config.seal.attention == "sdpa"
             assert config.seal.rollout.protocol == "python_list" and config.data.max_prompt_length == 9216
 
 

@@ -6,8 +6,9 @@ verl's own checks are not enough: `validate_config` skips its batch checks under
 micro-batches; and neither verl nor Hydra checks ranges (`data.train_batch_size=-3` used to plan "-134
 steps per epoch", `0` to divide by zero). The checks here are what SEAL adds: ranges, the batch against
 the train rows, the mini-batch and the GPUs, a run length that `trainer.total_epochs` would cut short
-(seal/trainer/launch/run_length.py), A-Patch weights of labels the taxonomy never emits, a model path that is
-neither a model folder nor a Hub id, and, for `--test`, checkpoints without val results.
+(seal/trainer/launch/run_length.py), A-Patch weights of labels the taxonomy never emits, settings verl's
+engine fails on mid-step (seal/trainer/launch/engine_limits.py), a model path that is neither a model folder
+nor a Hub id, and, for `--test`, checkpoints without val results.
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ def check_launch_config(config: DictConfig, settings: SealSettings) -> None:
     _check_batches(config)
     _check_run_length(config)
     _check_rho_labels(settings)
+    from seal.trainer.launch.engine_limits import check_engine_limits  # it imports LaunchCheckError from here
+
+    check_engine_limits(config)
 
 
 def _check_train_max_samples(config: DictConfig) -> None:

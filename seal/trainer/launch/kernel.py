@@ -5,7 +5,8 @@
 - otherwise `torch_varlen` (`seal.trainer.attention`: torch's own FlashAttention-2 kernels, torch 2.10+) with
   packed sequences and verl's fused log-prob kernels: without flash-attn, verl's log-prob code loops in Python
   over the tokens of a packed micro-batch, which the fused kernels avoid;
-- otherwise `sdpa` with every micro-batch padded to its longest sample (correct, much slower).
+- otherwise `sdpa` with every micro-batch padded to its longest sample (correct, much slower); also for
+  LoRA, whose FSDP2 engine the fused kernels fail on.
 An explicit value takes that kernel. The launcher (and `seal.trainer.experiment.train`) resolves the setting
 before Ray starts and writes `actor_rollout_ref.model.override_config.attn_implementation`,
 `use_remove_padding`, `use_fused_kernels` and `external_lib` (the actor's and reference's settings follow the
@@ -30,6 +31,11 @@ AUTO = "auto"
 ATTENTION_CHOICES = (AUTO, FLASH_ATTENTION, TORCH_VARLEN, SDPA)
 VARLEN_MODULE = "seal.trainer.attention"
 """Imported by verl in every worker (`external_lib`); registers `torch_varlen` with transformers."""
+LORA_NO_FUSED = (
+    f"{TORCH_VARLEN} needs verl's fused log-prob kernels, which fail on the sharded lm_head of FSDP2, "
+    "where LoRA trains (seal/trainer/launch/engine_limits.py)"
+)
+"""Seen on an H200 (2026-11-26): `aten.mm got mixed torch.Tensor and DTensor` in the first old_log_prob."""
 SEQUENCE_PARALLEL_KEYS = ("actor", "ref")
 """The `actor_rollout_ref` sections whose `ulysses_sequence_parallel_size` (and `fsdp_config`'s) count."""
 
@@ -84,6 +90,13 @@ def choose_attention(config: DictConfig) -> AttentionChoice:
             f"seal.attention={setting} ({choice.kernel}): choose the kernel with seal.attention, one of "
             f"{list(ATTENTION_CHOICES)}"
         )
+    if choice.kernel == TORCH_VARLEN and config.actor_rollout_ref.model.get("lora_rank", 0):
+        if setting != AUTO:
+            raise AttentionError(
+                f"seal.attention={TORCH_VARLEN} with actor_rollout_ref.model.lora_rank: {LORA_NO_FUSED}; "
+                f"allowed: {SDPA} or {FLASH_ATTENTION}"
+            )
+        choice = AttentionChoice(SDPA, f"{choice.reason}, but LoRA: {LORA_NO_FUSED}: padded micro-batches")
     if choice.kernel == TORCH_VARLEN and _sequence_parallel(config) > 1:
         raise AttentionError(
             f"{TORCH_VARLEN} ({choice.reason}) has no Ulysses sequence parallelism: set "

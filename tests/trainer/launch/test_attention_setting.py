@@ -72,6 +72,28 @@ def test_auto_without_flash_attn_takes_torch_varlen_packed_with_fused_kernels(no
     assert config.actor_rollout_ref.actor.use_fused_kernels  # the actor follows the model
 
 
+LORA = {"lora_rank": 64, "lora_alpha": 128}
+
+
+def test_auto_without_flash_attn_pads_for_sdpa_under_lora(no_flash_attn, config):
+    """torch_varlen needs verl's fused kernels, which fail on FSDP2's sharded lm_head, where LoRA trains."""
+    config.actor_rollout_ref.model.update(LORA)
+    choice = configure_attention(config)
+    assert (choice.kernel, choice.problem) == ("sdpa", None)
+    assert "LoRA" in choice.reason and "fused" in choice.reason
+    assert keys(config) == ("sdpa", False, False, None, False)
+
+
+def test_lora_keeps_flash_attention_2_and_refuses_an_explicit_torch_varlen(flash_attn, config):
+    config.actor_rollout_ref.model.update(LORA)
+    assert choose_attention(config).kernel == "flash_attention_2"
+    config.seal.attention = "torch_varlen"
+    with pytest.raises(
+        AttentionError, match=r"torch_varlen with actor_rollout_ref.model.lora_rank: .*allowed: sdpa"
+    ):
+        choose_attention(config)
+
+
 def test_auto_on_a_torch_without_varlen_pads_for_sdpa(no_flash_attn, old_torch, config):
     choice = configure_attention(config)
     assert (choice.kernel, choice.problem) == ("sdpa", None)

@@ -141,6 +141,21 @@ REFUSED = [
         "trainer.total_epochs >= 5, or fewer steps",
     ),
     ("=5", "=5: an override needs a key (key=value)"),
+    (
+        "actor_rollout_ref.model.lora_rank=64",
+        "actor_rollout_ref.model.lora_rank with actor_rollout_ref.actor.fsdp_config.strategy=fsdp: "
+        "under FSDP1 verl hands vLLM no adapter tensor",
+    ),
+    (
+        "data.max_response_length=1152 actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192",
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192: allowed: at least a whole trajectory, "
+        "data.max_prompt_length (8192) + data.max_response_length (1152) = 9344 tokens",
+    ),
+    (
+        "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=12000",
+        "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=12000: allowed: at least a whole "
+        "trajectory",
+    ),
 ]
 
 
