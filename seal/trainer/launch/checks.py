@@ -23,6 +23,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from seal.tocf.labels import DEFAULT_RHO, EXCLUDED, PAPER_LABELS, REFERENCE_LABELS
+from seal.trainer.launch.engine_limits import engine_limit_problem
 from seal.trainer.launch.run_length import run_length
 from seal.trainer.settings import SealSettings
 
@@ -92,9 +93,9 @@ def check_launch_config(config: DictConfig, settings: SealSettings) -> None:
     _check_batches(config)
     _check_run_length(config)
     _check_rho_labels(settings)
-    from seal.trainer.launch.engine_limits import check_engine_limits  # it imports LaunchCheckError from here
-
-    check_engine_limits(config)
+    problem = engine_limit_problem(config)
+    if problem is not None:
+        raise LaunchCheckError(problem)
 
 
 def _check_train_max_samples(config: DictConfig) -> None:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from omegaconf import DictConfig, OmegaConf
 
-from seal.trainer.launch.checks import LaunchCheckError
-
 FSDP2_KEYS = (
     "actor_rollout_ref.actor.strategy",
     "actor_rollout_ref.actor.fsdp_config.strategy",
@@ -37,24 +35,26 @@ def uses_lora(config: DictConfig) -> bool:
     return bool(OmegaConf.select(config, "actor_rollout_ref.model.lora_rank", default=0))
 
 
-def check_engine_limits(config: DictConfig) -> None:
-    """LaunchCheckError for LoRA on FSDP1, or a packed micro-batch budget below the longest trajectory."""
+def engine_limit_problem(config: DictConfig) -> str | None:
+    """The one-line refusal of LoRA on FSDP1, or of a packed micro-batch budget below the longest
+    trajectory; None when neither holds (seal/trainer/launch/checks.py raises it)."""
     strategy = OmegaConf.select(config, "actor_rollout_ref.actor.fsdp_config.strategy", default="fsdp")
     if uses_lora(config) and strategy == "fsdp":
-        raise LaunchCheckError(
+        return (
             "actor_rollout_ref.model.lora_rank with actor_rollout_ref.actor.fsdp_config.strategy=fsdp: "
             "under FSDP1 verl hands vLLM no adapter tensor (peft 0.21 names them by FSDP1's wrapped "
             "modules) and the first weight sync fails; allowed: fsdp2, set "
             + " ".join(f"{key}=fsdp2" for key in FSDP2_KEYS)
         )
     if not config.actor_rollout_ref.actor.get("use_dynamic_bsz", False):
-        return
+        return None
     longest = config.data.max_prompt_length + config.data.max_response_length
     for key in TOKEN_BUDGET_KEYS:
         budget = OmegaConf.select(config, key)
         if budget is not None and budget < longest:
-            raise LaunchCheckError(
+            return (
                 f"{key}={budget}: allowed: at least a whole trajectory, data.max_prompt_length "
                 f"({config.data.max_prompt_length}) + data.max_response_length "
                 f"({config.data.max_response_length}) = {longest} tokens"
             )
+    return None
