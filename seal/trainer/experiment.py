@@ -86,6 +86,7 @@ def validate_experiment(config: DictConfig, check_data: bool = True) -> SealSett
     from verl.utils.config import validate_config
 
     from seal.trainer.launch.checks import LaunchCheckError, check_launch_config, check_verl_batches
+    from seal.trainer.launch.vllm_absent import for_verl_checks
 
     try:
         settings = settings_from_config(config)
@@ -100,12 +101,13 @@ def validate_experiment(config: DictConfig, check_data: bool = True) -> SealSett
     except LaunchCheckError as exc:
         raise ExperimentError(str(exc)) from exc
     roles = {"use_reference_policy": need_reference_policy(config), "use_critic": need_critic(config)}
+    checkable = for_verl_checks(config)
     try:
-        validate_config(config=config, **roles)
+        validate_config(config=checkable, **roles)
     except (AssertionError, ValueError, OmegaConfBaseException, HydraException) as exc:
         raise ExperimentError(f"verl rejects the config: {_one_line(exc)}") from exc
     try:
-        check_verl_batches(config, **roles)
+        check_verl_batches(checkable, **roles)
     except (AssertionError, ValueError, OmegaConfBaseException, HydraException) as exc:
         raise ExperimentError(
             f"verl rejects the config (its batch checks, which it skips under packed micro-batches): "

@@ -271,6 +271,29 @@ def test_the_plan_says_what_trains_and_how_loras_base_reaches_vllm(composed_once
     assert read == "LoRA rank 64, alpha 128; vLLM reads the base (safetensors); only the adapters are synced"
 
 
+FSDP2_LORA = [
+    "actor_rollout_ref.model.lora_rank=64",
+    "actor_rollout_ref.actor.strategy=fsdp2",
+    "actor_rollout_ref.actor.fsdp_config.strategy=fsdp2",
+    "actor_rollout_ref.ref.fsdp_config.strategy=fsdp2",
+]
+
+
+def test_a_lora_dry_run_passes_where_vllm_is_not_installed(composed_once, capsys, monkeypatch):
+    """verl's LoRA-rank check imports its vLLM rollout, which fails without vLLM ("vllm version None not
+    supported") for any LoRA config: where vLLM is missing it runs on a copy without the adapter."""
+    from seal.trainer.launch import vllm_absent
+
+    monkeypatch.setattr(vllm_absent, "vllm_installed", lambda: False)
+    assert launcher.main(["--conf", SEAL, "--dry-run", "--", *FSDP2_LORA]) == 0
+    assert plan_values(capsys.readouterr().out)["trained weights"].startswith("LoRA rank 64")
+    config = experiment.compose_experiment(SEAL, FSDP2_LORA)
+    assert vllm_absent.for_verl_checks(config).actor_rollout_ref.model.lora_rank == 0
+    assert config.actor_rollout_ref.model.lora_rank == 64  # the launch's own config keeps its adapter
+    monkeypatch.setattr(vllm_absent, "vllm_installed", lambda: True)
+    assert vllm_absent.for_verl_checks(config) is config  # verl checks the rank against vLLM itself
+
+
 def plan_weights(conf: str, overrides: list[str]) -> list[tuple[str, str]]:
     from seal.trainer.launch.plan import trained_weights_row
 
