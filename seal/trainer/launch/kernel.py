@@ -90,7 +90,9 @@ def choose_attention(config: DictConfig) -> AttentionChoice:
             f"seal.attention={setting} ({choice.kernel}): choose the kernel with seal.attention, one of "
             f"{list(ATTENTION_CHOICES)}"
         )
-    if choice.kernel == TORCH_VARLEN and config.actor_rollout_ref.model.get("lora_rank", 0):
+    from seal.trainer.launch.engine_limits import uses_lora
+
+    if choice.kernel == TORCH_VARLEN and uses_lora(config):
         if setting != AUTO:
             raise AttentionError(
                 f"seal.attention={TORCH_VARLEN} with actor_rollout_ref.model.lora_rank: {LORA_NO_FUSED}; "

@@ -6,18 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from seal.env.process import free_port
+
 SCRIPT = Path(__file__).parents[2] / "support" / "lora_collection.py"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_verl_hands_vllm_no_adapter_under_fsdp1_and_every_adapter_under_fsdp2():
