@@ -27,6 +27,7 @@
 #                   3b-shaped's (the step holds the tokens a trained model's does). Measured on an H200: one step
 #                   in 582 s, peak GPU 87.5 GiB, node 113.2 GiB (README, "What fits where")
 #   8b-lora         the same on $MODELS/toolace-2-8b with its python_list protocol and a 9,216-token prompt budget
+#                   (measured on an H200: one step in 752 s, peak GPU 88.0 GiB, node 83.1 GiB)
 #   7b-full         exp/SEAL.yaml on one H200, full fine-tuning: param offload, bf16 reference, vLLM 0.4,
 #                   10,240-token micro-batches, 1 step of 16 x 8, shaped responses. Measured: out of GPU memory
 #                   in the first optimizer step (AdamW's moments on the GPU beside the gathered weights)

@@ -29,7 +29,10 @@
 # SEAL launch 64 tasks x 8x8 took ~9 min to its first step (start-up and greedy val on 100 tasks) and 41-48 s a
 # step with scripts/gpu_ood_eval.sh beside it: the kit, SFT and one seed's pair (24 steps, val after) take about
 # 35 minutes, more than a machine lent for 30 minutes holds: train and `pack-sft` the SFT start once, and start
-# later machines from it (SFT_MODEL). `pack FILE` into $OUT before a machine goes back.
+# later machines from it (SFT_MODEL). `pack FILE` into $OUT before a machine goes back. On one H200 node
+# (2026-11-26), four launches at once (two seeds' pairs) stepped in 42-52 s, their first step ~8 min after the
+# launch; six went over the node's RAM. CONCURRENT launches must fit the node's RAM at 24 GiB each (NODE_GIB
+# overrides the size read from /proc/meminfo), else start and run refuse in one line.
 set -uo pipefail
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
 case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
@@ -51,6 +54,18 @@ sft_model() {  # the Hugging Face folder of the SFT start (SFT_MODEL, or its lat
   fi
   "$py" -c 'from seal.trainer.experiment import compose_experiment; from seal.trainer.launch.sft import sft_model_path
 print(sft_model_path(compose_experiment("exp/sft_learn.yaml")))' 2>/dev/null
+}
+
+launch_host_gib=24  # one launch's host memory (its Ray workers, vLLM, the environment service): measured on one
+                    # H200 node (125.9 GiB), four at once held 90 GiB and six went over Ray's 95% line at start-up
+
+refuse_beyond_host() {  # exit 2 with one line when CONCURRENT launches need more host memory than the node has
+  local node problem
+  node=${NODE_GIB:-$(awk '/^MemTotal:/ {printf "%.1f", $2 / 1048576}' /proc/meminfo)}
+  problem=$(awk -v n="$concurrent" -v node="$node" -v per="$launch_host_gib" 'BEGIN {
+    line = 0.95 * node; fit = int(line / per)
+    if (n * per > line) printf "CONCURRENT=%d launches need about %d GiB of host memory (%d each); this node'"'"'s %.1f GiB holds %d below Ray'"'"'s 95%% line (NODE_GIB overrides the node'"'"'s size)\n", n, n * per, per, node, fit }')
+  [ -z "$problem" ] || { echo "gpu_compare_arms.sh: $problem" >&2; exit 2; }
 }
 
 memory_share() {
@@ -140,12 +155,14 @@ report() {  # compare_runs.py of every learning run that has metrics
 case "$mode" in
   start)
     [ $# -ge 1 ] || { echo "gpu_compare_arms.sh: start MODEL_DIR [SEED ...]" >&2; exit 2; }
+    refuse_beyond_host
     if driver_alive; then echo "already running (pid $(cat "$state/driver.pid")): see status"; exit 0; fi
     mkdir -p "$state"
     setsid nohup bash "${BASH_SOURCE[0]}" run "$@" > "$state/driver.log" 2>&1 < /dev/null &
     echo "started in the background: bash scripts/gpu_compare_arms.sh status (log $state/driver.log)" ;;
   run)
     [ $# -ge 1 ] || { echo "gpu_compare_arms.sh: run MODEL_DIR [SEED ...]" >&2; exit 2; }
+    refuse_beyond_host
     model=$1
     shift
     if [ $# -eq 0 ]; then set -- 1 2 3; fi

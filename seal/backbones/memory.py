@@ -47,7 +47,8 @@ the plan takes the largest."""
 FSDP2_HOST_EXTRA_BYTES = 2.7
 """Host bytes per parameter that an FSDP2 worker with `param_offload` held beyond the pinned weights:
 measured, not derived (the 7B LoRA run's worker: 59.0 GiB RSS where the pinned fp32 weights and the
-baseline are 40.0; about a bf16 copy of the weights and a little more)."""
+baseline are 40.0; about a bf16 copy of the weights and a little more). The 8B LoRA run's worker held
+43.5 GiB, about 2 GiB beyond its pinned weights and the same baseline: the plan keeps the 7B's, the larger."""
 RAY_MEMORY_THRESHOLD = 0.95
 """Ray kills a worker once the node's memory use passes this share (`RAY_memory_usage_threshold`)."""
 

@@ -61,7 +61,7 @@ def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     python.write_text(STAND_IN)
     python.chmod(0o755)
     record = tmp_path / "commands.txt"
-    return work, record, {**os.environ, "PYTHON": str(python), "RECORD": str(record)}
+    return work, record, {**os.environ, "PYTHON": str(python), "RECORD": str(record), "NODE_GIB": "1024"}
 
 
 def script(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -146,6 +146,18 @@ def test_the_memory_share_is_sized_for_the_runs_at_once(tmp_path, concurrent, sh
     )
     kv = f"+actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes={int(kv_gib * 1024) * 2**20}"
     assert all(kv in c for c in runs)
+
+
+def test_more_launches_than_the_node_s_memory_holds_are_refused_in_one_line(tmp_path):
+    """Six at once went over Ray's line on a 125.9 GiB node; four ran."""
+    work, record, env = project(tmp_path)
+    h200_node = {**env, "NODE_GIB": "125.9"}
+    for mode in ("start", "run"):
+        refused = script(work, {**h200_node, "CONCURRENT": "6"}, mode, "/models/m", "1", "2", "3")
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+        assert "CONCURRENT=6" in refused.stderr and "holds 4 below Ray's 95% line" in refused.stderr
+    assert not record.exists() and not (work / "experiments").exists()
+    assert script(work, {**h200_node, "CONCURRENT": "4"}, "run", "/models/m", "1").returncode == 0
 
 
 def test_start_returns_at_once_and_the_driver_goes_on_in_its_own_session(tmp_path):
