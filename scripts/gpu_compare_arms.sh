@@ -32,7 +32,8 @@
 # later machines from it (SFT_MODEL). `pack FILE` into $OUT before a machine goes back. On one H200 node
 # (2026-11-26), four launches at once (two seeds' pairs) stepped in 42-52 s, their first step ~8 min after the
 # launch; six went over the node's RAM. CONCURRENT launches must fit the node's RAM at 24 GiB each (NODE_GIB
-# overrides the size read from /proc/meminfo), else start and run refuse in one line.
+# overrides the size read from /proc/meminfo), else start and run refuse in one line. Each launch gets its share
+# of verl's agent-loop, reward-loop and storage workers: 8 x GPUS / CONCURRENT of each, at least 2 (WORKERS).
 set -uo pipefail
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
 case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
@@ -79,6 +80,13 @@ kv_cache_bytes() {  # the KV cache of one engine: its share of an 80 GB GPU less
   echo $((mib * 1048576))
 }
 
+workers() {  # verl's agent-loop, reward-loop and TransferQueue storage workers of one launch: 8 of each by
+  # default, sized for a node of its own; launches sharing a node take their share (at least 2), since six
+  # launches' worker processes filled a 16-core H200 node (load average 23) and most of its RAM. WORKERS sets it.
+  if [ -n "${WORKERS:-}" ]; then echo "$WORKERS"; return; fi
+  awk -v n="$concurrent" -v g="$gpus" 'BEGIN { w = int(8 * g / n); if (w < 2) w = 2; if (w > 8) w = 8; print w }'
+}
+
 runs_of() { for seed in "$@"; do for arm in "${arms[@]}"; do echo "learn_${arm}_s${seed}"; done; done; }
 
 train_run() {  # train_run NAME SFT_MODEL GPU: one launch on that GPU, logged; its exit status into <run>.exit
@@ -89,7 +97,9 @@ train_run() {  # train_run NAME SFT_MODEL GPU: one launch on that GPU, logged; i
   [ "$gpus" -le 1 ] || export CUDA_VISIBLE_DEVICES=${devices[$3]:-$3}
   "$py" launcher.py --conf "exp/learn_${arm}.yaml" --with-bfcl -- actor_rollout_ref.model.path="$2" \
     seed="$seed" actor_rollout_ref.rollout.gpu_memory_utilization="$(memory_share)" \
-    +actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes="$(kv_cache_bytes)" > "$state/$name.log" 2>&1
+    +actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes="$(kv_cache_bytes)" \
+    actor_rollout_ref.rollout.agent.num_workers="$(workers)" reward.num_workers="$(workers)" \
+    transfer_queue.backend.SimpleStorage.num_data_storage_units="$(workers)" > "$state/$name.log" 2>&1
   echo $? > "$state/$name.exit"
 }
 
@@ -115,7 +125,8 @@ drive() {  # drive MODEL_DIR SEED...: the SFT start when missing, then every run
       if [ -f "experiments/$name/trained.json" ]; then echo "$name: done already"; continue; fi
       while [ "$(jobs -rp | wc -l)" -ge "$concurrent" ]; do wait -n; done
       rm -f "$state/$name.exit"
-      echo "$name: started on GPU $gpu (gpu_memory_utilization $(memory_share); log $state/$name.log)"
+      echo "$name: started on GPU $gpu (gpu_memory_utilization $(memory_share), $(workers) workers of each kind;" \
+        "log $state/$name.log)"
       train_run "$name" "$sft" "$gpu" &
     done
   done

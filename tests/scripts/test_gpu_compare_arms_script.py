@@ -135,9 +135,12 @@ def test_a_second_call_skips_what_is_done_and_a_failed_run_is_named(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("concurrent", "share", "kv_gib"), [("3", "0.23", 14.4), ("4", "0.16", 8.8), ("6", "0.08", 2.4)]
+    ("concurrent", "share", "kv_gib", "workers"),
+    [("2", "0.30", 20.0, 4), ("3", "0.23", 14.4, 2), ("4", "0.16", 8.8, 2), ("6", "0.08", 2.4, 2)],
 )
-def test_the_memory_share_is_sized_for_the_runs_at_once(tmp_path, concurrent, share, kv_gib):
+def test_the_memory_share_and_workers_are_sized_for_the_runs_at_once(
+    tmp_path, concurrent, share, kv_gib, workers
+):
     work, record, env = project(tmp_path)
     assert script(work, {**env, "CONCURRENT": concurrent}, "run", "/models/m", "7").returncode == 0
     runs = [c for what, c in events(record) if what == "start" and "seed=7" in c]
@@ -146,6 +149,16 @@ def test_the_memory_share_is_sized_for_the_runs_at_once(tmp_path, concurrent, sh
     )
     kv = f"+actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes={int(kv_gib * 1024) * 2**20}"
     assert all(kv in c for c in runs)
+    keys = ("actor_rollout_ref.rollout.agent.num_workers", "reward.num_workers")
+    keys += ("transfer_queue.backend.SimpleStorage.num_data_storage_units",)
+    assert all(f"{key}={workers}" in c for c in runs for key in keys)
+
+
+def test_workers_sets_the_worker_count_outright(tmp_path):
+    work, record, env = project(tmp_path)
+    assert script(work, {**env, "CONCURRENT": "4", "WORKERS": "8"}, "run", "/models/m", "7").returncode == 0
+    runs = [c for what, c in events(record) if what == "start" and "seed=7" in c]
+    assert len(runs) == 2 and all("actor_rollout_ref.rollout.agent.num_workers=8" in c for c in runs)
 
 
 def test_more_launches_than_the_node_s_memory_holds_are_refused_in_one_line(tmp_path):
