@@ -15,10 +15,11 @@
 # seed of every sitting starts from the same weights. Then, per seed, SEAL (exp/learn_seal.yaml) and vanilla
 # (exp/learn_vanilla.yaml) from it, `seed=S`, into experiments/learn_<arm>_s<S>;
 # a run with trained.json is done and skipped; one cut short resumes from its last checkpoint (every 8 steps).
-# GPUS (default 1): with more, the SFT start trains on all of them (its batch split across them), then seed number
-# k of the list runs on GPU (k - 1) mod GPUS alone (CUDA_VISIBLE_DEVICES, counted within the one the node sets),
-# so a node of two GPUs trains two seeds' pairs at once. CONCURRENT (default 2 x GPUS: each seed's two arms
-# together) launches run at once; vLLM's gpu_memory_utilization is sized for the launches per GPU (n = CONCURRENT / GPUS):
+# GPUS (default 1): with more, the SFT start trains on all of them (its batch split across them), then each seed's
+# two arms run on the GPU that held the fewest launches when the first of them started (CUDA_VISIBLE_DEVICES,
+# counted within the one the node sets), so a node of two GPUs trains two seeds' pairs at once, and no GPU ever
+# holds more than n = ceil(CONCURRENT / GPUS) launches. CONCURRENT (default 2 x GPUS: each seed's two arms
+# together) launches run at once; vLLM's gpu_memory_utilization is sized for the n launches of a GPU:
 # min(0.3, (74 GB / n - 6 GB) / 80 GB), 6 GB being a run's actor, contexts and slack; MEMORY_SHARE sets it
 # instead (0.25 leaves room for scripts/gpu_ood_eval.sh at GPU_MEMORY=0.15, started after the arms' first step:
 # an engine starting beside two others starting found no memory for its KV cache). Each engine's KV cache is
@@ -42,6 +43,7 @@ shift
 py=${PYTHON:-python3}
 gpus=${GPUS:-1}
 concurrent=${CONCURRENT:-$((2 * gpus))}
+per_gpu=$(((concurrent + gpus - 1) / gpus))  # the most launches one GPU holds at once
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
 cd "$(dirname "$0")/.."
 state=experiments/arms
@@ -71,7 +73,7 @@ refuse_beyond_host() {  # exit 2 with one line when CONCURRENT launches need mor
 
 memory_share() {
   if [ -n "${MEMORY_SHARE:-}" ]; then echo "$MEMORY_SHARE"; return; fi
-  awk -v n="$concurrent" -v g="$gpus" 'BEGIN { n = n / g; if (n < 1) n = 1; u = (74 / n - 6) / 80; if (u > 0.3) u = 0.3; printf "%.2f", u }'
+  awk -v n="$per_gpu" 'BEGIN { u = (74 / n - 6) / 80; if (u > 0.3) u = 0.3; printf "%.2f", u }'
 }
 
 kv_cache_bytes() {  # the KV cache of one engine: its share of an 80 GB GPU less 4 GiB (weights, graphs, slack)
@@ -103,6 +105,13 @@ train_run() {  # train_run NAME SFT_MODEL GPU: one launch on that GPU, logged; i
   echo $? > "$state/$name.exit"
 }
 
+forget_ended() { local pid; for pid in "${!gpu_of[@]}"; do kill -0 "$pid" 2>/dev/null || unset "gpu_of[$pid]"; done; }
+
+launches_on() { local pid n=0; for pid in "${!gpu_of[@]}"; do [ "${gpu_of[$pid]}" != "$1" ] || n=$((n + 1)); done; echo $n; }
+
+least_busy_gpu() { local g best=0; for ((g = 1; g < gpus; g++)); do
+  [ "$(launches_on $g)" -ge "$(launches_on $best)" ] || best=$g; done; echo $best; }
+
 drive() {  # drive MODEL_DIR SEED...: the SFT start when missing, then every run not done yet, CONCURRENT at a time
   local model=$1 status=0 name sft
   shift
@@ -118,16 +127,23 @@ drive() {  # drive MODEL_DIR SEED...: the SFT start when missing, then every run
     sft=$(sft_model) || { echo "gpu_compare_arms.sh: the SFT start failed ($state/sft_learn.log)" >&2; return 1; }
   fi
   echo "sft: $sft"
-  local seeds=("$@") k gpu
-  for k in "${!seeds[@]}"; do
-    gpu=$((k % gpus))
-    for name in $(runs_of "${seeds[$k]}"); do
+  local seeds=("$@") seed gpu
+  local -A gpu_of=()  # each running launch's pid -> its GPU (memory_share sized every GPU for per_gpu launches)
+  for seed in "${seeds[@]}"; do
+    gpu=""  # a seed's two arms share the GPU that had the fewest launches when its first one started
+    for name in $(runs_of "$seed"); do
       if [ -f "experiments/$name/trained.json" ]; then echo "$name: done already"; continue; fi
-      while [ "$(jobs -rp | wc -l)" -ge "$concurrent" ]; do wait -n; done
+      while :; do
+        forget_ended
+        [ -n "$gpu" ] || [ ${#gpu_of[@]} -ge "$concurrent" ] || gpu=$(least_busy_gpu)
+        [ -n "$gpu" ] && [ ${#gpu_of[@]} -lt "$concurrent" ] && [ "$(launches_on "$gpu")" -lt "$per_gpu" ] && break
+        wait -n
+      done
       rm -f "$state/$name.exit"
       echo "$name: started on GPU $gpu (gpu_memory_utilization $(memory_share), $(workers) workers of each kind;" \
         "log $state/$name.log)"
       train_run "$name" "$sft" "$gpu" &
+      gpu_of[$!]=$gpu
     done
   done
   wait

@@ -40,7 +40,7 @@ if args[0] == "launcher.py" and "sft_learn" in args[2]:
     sft_done.touch()
 elif args[0] == "launcher.py":
     run = Path("experiments", Path(args[2]).stem + "_s" + name)
-    time.sleep(0.3)
+    time.sleep(float(os.environ.get("SECONDS_S" + name, "0.3")))
     (run / "metrics").mkdir(parents=True, exist_ok=True)
     if run.name == os.environ.get("FAIL_RUN"):
         sys.exit(1)
@@ -255,23 +255,41 @@ def test_two_gpus_take_a_seed_each_within_the_devices_the_node_gives(tmp_path):
             "trainer.n_gpus_per_node=2",
         ]
     ]
-    placed = {name_of(c[1:]): c[0] for what, c in events(record) if what == "gpu" and "seed=" in " ".join(c)}
-    assert placed == {
-        "learn_seal_s1": "4",
-        "learn_vanilla_s1": "4",
-        "learn_seal_s2": "6",
-        "learn_vanilla_s2": "6",
-        "learn_seal_s3": "4",
-        "learn_vanilla_s3": "4",
-    }
+    placed = placements(record)
+    assert placed["learn_seal_s1"] == placed["learn_vanilla_s1"] == "4"
+    assert placed["learn_seal_s2"] == placed["learn_vanilla_s2"] == "6"
+    assert placed["learn_seal_s3"] == placed["learn_vanilla_s3"]
     runs = [c for what, c in events(record) if what == "start" and "seed=" in " ".join(c)]
     assert all("actor_rollout_ref.rollout.gpu_memory_utilization=0.30" in c for c in runs)  # 2 runs a GPU
-    running, most = set(), 0
+    assert most_at_once(record, placed) == (4, 2)
+
+
+def test_a_seed_waiting_for_a_gpu_takes_the_one_that_freed_up(tmp_path):
+    """Seed 2 ends long before seed 1: seed 3 goes to seed 2's GPU, never a third launch beside seed 1's."""
+    work, record, env = project(tmp_path)
+    env = {**env, "GPUS": "2", "CUDA_VISIBLE_DEVICES": "4,6", "SECONDS_S1": "2", "SECONDS_S2": "0.1"}
+    assert script(work, env, "run", "/models/m", "1", "2", "3").returncode == 0
+    placed = placements(record)
+    assert placed["learn_seal_s3"] == placed["learn_vanilla_s3"] == "6"
+    assert most_at_once(record, placed) == (4, 2)
+
+
+def placements(record: Path) -> dict[str, str]:
+    """Each learning launch's GPU, as CUDA_VISIBLE_DEVICES gave it."""
+    return {name_of(c[1:]): c[0] for what, c in events(record) if what == "gpu" and "seed=" in " ".join(c)}
+
+
+def most_at_once(record: Path, placed: dict[str, str]) -> tuple[int, int]:
+    """The most learning launches running at once on the node, and on any one GPU."""
+    running: set[str] = set()
+    most = most_on_a_gpu = 0
     for what, command in events(record):
         if what in ("start", "end") and command[0] == "launcher.py" and "seed=" in " ".join(command):
             (running.add if what == "start" else running.discard)(name_of(command))
             most = max(most, len(running))
-    assert most == 4
+            on_gpus = [placed[name] for name in running]
+            most_on_a_gpu = max([most_on_a_gpu, *(on_gpus.count(gpu) for gpu in set(on_gpus))])
+    return most, most_on_a_gpu
 
 
 def test_pack_sft_splits_the_start_into_parts_that_rebuild_it(tmp_path):
