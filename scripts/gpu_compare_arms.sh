@@ -63,12 +63,13 @@ launch_host_gib=24  # one launch's host memory (its Ray workers, vLLM, the envir
                     # H200 node (125.9 GiB), four at once held 90 GiB and six went over Ray's 95% line at start-up
 
 refuse_beyond_host() {  # exit 2 with one line when CONCURRENT launches need more host memory than the node has
-  local node problem
+  local node need fit
   node=${NODE_GIB:-$(awk '/^MemTotal:/ {printf "%.1f", $2 / 1048576}' /proc/meminfo)}
-  problem=$(awk -v n="$concurrent" -v node="$node" -v per="$launch_host_gib" 'BEGIN {
-    line = 0.95 * node; fit = int(line / per)
-    if (n * per > line) printf "CONCURRENT=%d launches need about %d GiB of host memory (%d each); this node'"'"'s %.1f GiB holds %d below Ray'"'"'s 95%% line (NODE_GIB overrides the node'"'"'s size)\n", n, n * per, per, node, fit }')
-  [ -z "$problem" ] || { echo "gpu_compare_arms.sh: $problem" >&2; exit 2; }
+  read -r need fit < <(awk -v n="$concurrent" -v node="$node" -v per="$launch_host_gib" \
+    'BEGIN { line = 0.95 * node; printf "%d %d\n", (n * per > line ? n * per : 0), int(line / per) }')
+  [ "$need" -eq 0 ] || { echo "gpu_compare_arms.sh: CONCURRENT=$concurrent launches need about $need GiB of host" \
+    "memory ($launch_host_gib each); this node's $node GiB holds $fit below Ray's 95% line (NODE_GIB overrides" \
+    "the node's size)" >&2; exit 2; }
 }
 
 memory_share() {
@@ -83,8 +84,8 @@ kv_cache_bytes() {  # the KV cache of one engine: its share of an 80 GB GPU less
 }
 
 workers() {  # verl's agent-loop, reward-loop and TransferQueue storage workers of one launch: 8 of each by
-  # default, sized for a node of its own; launches sharing a node take their share (at least 2), since six
-  # launches' worker processes filled a 16-core H200 node (load average 23) and most of its RAM. WORKERS sets it.
+  # default, sized for a node of its own; launches sharing a node take their share (at least 2), since four
+  # launches' worker processes kept a 16-core H200 node at a load average of 20-23. WORKERS sets it.
   if [ -n "${WORKERS:-}" ]; then echo "$WORKERS"; return; fi
   awk -v n="$concurrent" -v g="$gpus" 'BEGIN { w = int(8 * g / n); if (w < 2) w = 2; if (w > 8) w = 8; print w }'
 }
