@@ -5,6 +5,7 @@
 #   bash scripts/gpu_compare_arms.sh start MODEL_DIR [SEED ...]   # in the background (setsid nohup); returns at once
 #   bash scripts/gpu_compare_arms.sh run MODEL_DIR [SEED ...]     # the same in the foreground
 #   bash scripts/gpu_compare_arms.sh status                       # each run: done, failed, running (its step), to do
+#   bash scripts/gpu_compare_arms.sh wait [S]                     # until the driver ends or S s (540) pass; status
 #   bash scripts/gpu_compare_arms.sh report [DIR]                 # compare_runs.py of every run with metrics
 #   bash scripts/gpu_compare_arms.sh pack FILE                    # results without checkpoints, one .tar.gz
 #   bash scripts/gpu_compare_arms.sh pack-sft DIR                 # the SFT start as DIR/sft.tar.NN parts of 15 MiB
@@ -173,6 +174,14 @@ print(len(read_steps(Path(sys.argv[1]))))' "experiments/$name" 2>/dev/null || ec
   done
 }
 
+follow() {  # follow LIMIT: return when the driver has ended or LIMIT seconds have passed, then the status
+  local limit=$1 began=$SECONDS poll=${WAIT_POLL:-20}
+  while driver_alive && [ $((SECONDS - began + poll)) -le "$limit" ]; do sleep "$poll"; done
+  driver_alive && echo "after $((SECONDS - began)) s the driver still runs: wait again" \
+    || echo "after $((SECONDS - began)) s the driver has ended"
+  status
+}
+
 report() {  # compare_runs.py of every learning run that has metrics
   local runs=() run
   for run in experiments/learn_*_s*; do [ -d "$run/metrics" ] && runs+=("$run"); done
@@ -196,6 +205,9 @@ case "$mode" in
     if [ $# -eq 0 ]; then set -- 1 2 3; fi
     drive "$model" "$@" ;;
   status) status ;;
+  wait)
+    [[ "${1:-540}" =~ ^[0-9]+$ ]] || { echo "gpu_compare_arms.sh: wait [SECONDS], a whole number" >&2; exit 2; }
+    follow "${1:-540}" ;;
   report) report "$@" ;;
   pack)
     [ $# -eq 1 ] || { echo "gpu_compare_arms.sh: pack FILE" >&2; exit 2; }
@@ -216,5 +228,5 @@ case "$mode" in
       [ "$(ps -o pgid= -p "$pid" | tr -d ' ')" = "$pid" ] && kill -- -"$pid" || kill "$pid"
       echo "stopped the driver (pid $pid) and what it started"
     else echo "no driver running"; fi ;;
-  *) echo "gpu_compare_arms.sh: no mode '$mode' (start run status report pack pack-sft stop; --help)" >&2; exit 2 ;;
+  *) echo "gpu_compare_arms.sh: no mode '$mode' (start run status wait report pack pack-sft stop; --help)" >&2; exit 2 ;;
 esac

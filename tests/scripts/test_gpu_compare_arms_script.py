@@ -198,6 +198,22 @@ def test_start_returns_at_once_and_the_driver_goes_on_in_its_own_session(tmp_pat
     ]
 
 
+def test_wait_returns_when_the_driver_ends_and_not_before(tmp_path):
+    work, _, env = project(tmp_path)
+    env = {**env, "WAIT_POLL": "1", "SECONDS_S4": "3"}
+    assert script(work, env, "start", "/models/m", "4").returncode == 0
+    time.sleep(1)
+    short = script(work, env, "wait", "1")
+    assert short.stdout.splitlines()[0].endswith("the driver still runs: wait again")
+    assert "learn_seal_s4: running" in short.stdout
+    waited = script(work, env, "wait", "30")
+    assert waited.returncode == 0
+    assert waited.stdout.splitlines()[0].endswith("the driver has ended")
+    assert "learn_seal_s4: done (24 steps)" in waited.stdout
+    refused = script(work, env, "wait", "soon").stderr.strip()
+    assert refused == "gpu_compare_arms.sh: wait [SECONDS], a whole number"
+
+
 def test_pack_holds_the_results_without_checkpoints(tmp_path):
     work, _, env = project(tmp_path)
     assert script(work, env, "run", "/models/m", "1").returncode == 0
