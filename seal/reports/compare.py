@@ -10,7 +10,9 @@ any other setting that differs is named in a warning.
 
 Per arm, across its seeds: the train reward per step (mean and sample standard deviation), the greedy val pass
 rate per category before training (the first validation) and after (the last), with their mean as the paper's
-Avg, the share of GRPO groups with mixed rewards, the A-Patch factor's range and Ω's last version. One line
+Avg, the share of GRPO groups with mixed rewards, the A-Patch factor's range and Ω's last version; what
+tells why an arm learns or not (entropy, grad norm, rollout-vs-trainer agreement, the shares of episodes each
+limit cut, A-Patch's mean factor, environment errors) and the share of each turn label. One line
 says whether the arms' val Avg after training differ by more than the seeds spread them: by more than the sum
 of the two arms' standard deviations, i.e. their ±1 std bands do not overlap.
 """
@@ -54,6 +56,21 @@ REWARD = "seal/reward/mean"
 MIXED = "seal/groups/mixed_share"
 FACTOR_MIN, FACTOR_MAX = "seal/apatch/scale_min", "seal/apatch/scale_max"
 OMEGA_VERSION = "seal/interface/version"
+DYNAMICS = {
+    "entropy": "actor/entropy",
+    "grad norm": "actor/grad_norm",
+    "rollout-trainer probs diff": "training/rollout_probs_diff_mean",
+    "response clipped": "response_length/clip_ratio",
+    "cut by the window": "seal/cut_share/context",
+    "cut by the call limit": "seal/cut_share/calls",
+    "cut by the generation limit": "seal/cut_share/generation",
+    "A-Patch mean factor": "seal/apatch/scale_mean",
+}
+"""What says why an arm learns or does not, each a run's mean over its steps: how much the policy still
+explores (verl's entropy), how large its updates are, whether the trained tokens are the sampled ones, how
+many episodes a limit cut, and how far A-Patch moved the advantages on average."""
+ENV_ERRORS = "seal/env_error_count"
+LABEL_SHARE = "seal/label_share/"
 
 
 class ComparisonError(ValueError):
@@ -283,6 +300,34 @@ def summary_rows(arms: Mapping[str, Sequence[Run]]) -> list[dict[str, str]]:
     return rows
 
 
+def dynamics_rows(arms: Mapping[str, Sequence[Run]]) -> list[dict[str, str]]:
+    """One row per arm: each of `DYNAMICS` (a run's mean over its steps) and the environment errors (a run's
+    total), mean ± std across seeds; `—` where the runs never logged it."""
+    rows = []
+    for arm, runs in arms.items():
+        row = {"arm": arm}
+        for name, key in DYNAMICS.items():
+            row[name] = pm(mean_std(column(r, key).mean() for r in runs), digits=3)
+        row["environment errors"] = pm(mean_std(column(r, ENV_ERRORS).sum() for r in runs), digits=1)
+        rows.append(row)
+    return rows
+
+
+def label_rows(arms: Mapping[str, Sequence[Run]]) -> list[dict[str, str]]:
+    """One row per arm: each turn label's share of the train batch's labels (a run's mean over its steps),
+    mean ± std across seeds, for every label any run logged."""
+    keys = sorted(
+        {key for runs in arms.values() for r in runs for key in r.steps if key.startswith(LABEL_SHARE)}
+    )
+    rows = []
+    for arm, runs in arms.items():
+        row = {"arm": arm}
+        for key in keys:
+            row[key.removeprefix(LABEL_SHARE)] = pm(mean_std(column(r, key).mean() for r in runs), digits=3)
+        rows.append(row)
+    return rows
+
+
 def category_rows(arms: Mapping[str, Sequence[Run]]) -> list[dict[str, str]]:
     """Per arm, before and after: each category's val pass rate and the Avg, mean ± std across seeds (%)."""
     rows = []
@@ -443,6 +488,11 @@ def compare(run_dirs: Sequence[Path], out: Path, records: Path | None = None) ->
         ("Runs", markdown(run_rows([r for members in arms.values() for r in members]))),
         ("Per arm, across seeds (mean ± sample std)", markdown(summary_rows(arms))),
         ("Greedy val pass rate (%) per category, before and after training", markdown(category_rows(arms))),
+        ("What the runs did: per-step means (mean ± std across seeds)", markdown(dynamics_rows(arms))),
+        (
+            "Turn labels: share of the train batches' labels (mean ± std across seeds)",
+            markdown(label_rows(arms)),
+        ),
         ("Train reward per step (mean ± std across seeds)", markdown(curve_table(curves))),
         ("Verdict", "\n".join(f"- {line}" for line in verdict(arms))),
     ]

@@ -146,6 +146,31 @@ def test_the_category_table_and_the_reward_per_step_are_means_across_seeds(print
         assert len(list(csv.reader(handle))) == STEPS + 3  # two header lines (arm, statistic), step label
 
 
+def test_what_the_runs_did_and_their_label_shares_are_per_step_means_across_seeds(printed):
+    text, _ = printed
+    dynamics = {
+        row["arm"]: row for row in table(text, "What the runs did: per-step means (mean ± std across seeds)")
+    }
+    steps = range(1, STEPS + 1)
+    for name in ("SEAL", "vanilla"):  # verl's keys, the same in every run (tests/support/run_folders.py)
+        row = dynamics[name]
+        assert row["entropy"] == f"{statistics.fmean(0.6 - s / 100 for s in steps):.3f} ± 0.000"
+        assert row["grad norm"] == f"{statistics.fmean(0.3 + s / 50 for s in steps):.3f} ± 0.000"
+        assert (row["response clipped"], row["environment errors"]) == ("0.250 ± 0.000", "0.0 ± 0.0")
+        assert row["cut by the window"] == "0.000 ± 0.000"  # no synthetic episode hit a limit
+    assert float(dynamics["SEAL"]["A-Patch mean factor"].split(" ± ")[0]) > 1.0
+    labels = {
+        row["arm"]: row
+        for row in table(text, "Turn labels: share of the train batches' labels (mean ± std across seeds)")
+    }
+    for arm, name in (("seal", "SEAL"), ("vanilla", "vanilla")):
+        passing = [statistics.fmean(statistics.fmean(b) for b in rewards(arm, seed)) for seed in SEEDS]
+        assert labels[name]["pass"] == pm(passing, 3)
+        mean, std = map(float, labels[name]["empty_turn_model_response"].split(" ± "))
+        failing = [1 - p for p in passing]  # the other label of the synthetic runs
+        assert (mean, std) == pytest.approx((statistics.fmean(failing), statistics.stdev(failing)), abs=1e-3)
+
+
 def test_one_line_says_the_difference_is_larger_than_the_spread_and_the_plot_is_written(printed):
     text, out = printed
     (line,) = table_lines(text, "Verdict")
