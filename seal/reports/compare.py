@@ -308,7 +308,8 @@ def dynamics_rows(arms: Mapping[str, Sequence[Run]]) -> list[dict[str, str]]:
         row = {"arm": arm}
         for name, key in DYNAMICS.items():
             row[name] = pm(mean_std(column(r, key).mean() for r in runs), digits=3)
-        row["environment errors"] = pm(mean_std(column(r, ENV_ERRORS).sum() for r in runs), digits=1)
+        totals = (column(r, ENV_ERRORS).sum(min_count=1) for r in runs)  # NaN, not 0, where never logged
+        row["environment errors"] = pm(mean_std(totals), digits=1)
         rows.append(row)
     return rows
 

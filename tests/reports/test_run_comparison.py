@@ -171,6 +171,25 @@ def test_what_the_runs_did_and_their_label_shares_are_per_step_means_across_seed
         assert (mean, std) == pytest.approx((statistics.fmean(failing), statistics.stdev(failing)), abs=1e-3)
 
 
+def test_a_metric_no_run_logged_is_a_dash_not_a_zero(root, tmp_path):
+    shutil.copytree(
+        root / "launcher_record" / "learn_seal_s1", tmp_path / "launcher_record" / "learn_seal_s1"
+    )
+    run = tmp_path / "experiments" / "learn_seal_s1"
+    shutil.copytree(root / "experiments" / "learn_seal_s1", run)
+    for path in (run / "metrics").glob("*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        for line in lines:
+            line["data"].pop("seal/env_error_count", None)
+            line["data"].pop("actor/entropy", None)
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (row,) = table(
+        compare([run], tmp_path / "out").text, "What the runs did: per-step means (mean ± std across seeds)"
+    )
+    assert (row["entropy"], row["environment errors"]) == ("—", "—")
+    assert row["grad norm"].endswith(" ± —")  # logged, one seed: no spread
+
+
 def test_one_line_says_the_difference_is_larger_than_the_spread_and_the_plot_is_written(printed):
     text, out = printed
     (line,) = table_lines(text, "Verdict")
