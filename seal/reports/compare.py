@@ -254,6 +254,11 @@ def column(run: Run, key: str) -> pd.Series:
     return run.steps[key] if key in run.steps else pd.Series(dtype=float)
 
 
+def step_mean_across_seeds(runs: Sequence[Run], key: str) -> str:
+    """`key`'s mean over each run's steps, as mean ± std across the runs (`—` where none logged it)."""
+    return pm(mean_std(column(r, key).mean() for r in runs), digits=3)
+
+
 def quarter_means(run: Run) -> tuple[float, float]:
     """The train reward's mean over the first and the last quarter of the run's steps."""
     reward = column(run, REWARD).dropna()
@@ -288,7 +293,7 @@ def summary_rows(arms: Mapping[str, Sequence[Run]]) -> list[dict[str, str]]:
                 "val Avg before (%)": pm(mean_std(b.mean for b, _ in scores), 100),
                 "val Avg after (%)": pm(mean_std(after), 100),
                 "gain (points)": pm(mean_std(gains), 100),
-                "mixed groups": pm(mean_std(column(r, MIXED).mean() for r in runs), digits=3),
+                "mixed groups": step_mean_across_seeds(runs, MIXED),
                 "A-Patch factors": "—" if math.isnan(factor_low) else f"{factor_low:.2f}–{factor_high:.2f}",
                 "Ω version": "—"
                 if not last_versions
@@ -307,7 +312,7 @@ def dynamics_rows(arms: Mapping[str, Sequence[Run]]) -> list[dict[str, str]]:
     for arm, runs in arms.items():
         row = {"arm": arm}
         for name, key in DYNAMICS.items():
-            row[name] = pm(mean_std(column(r, key).mean() for r in runs), digits=3)
+            row[name] = step_mean_across_seeds(runs, key)
         totals = (column(r, ENV_ERRORS).sum(min_count=1) for r in runs)  # NaN, not 0, where never logged
         row["environment errors"] = pm(mean_std(totals), digits=1)
         rows.append(row)
@@ -324,7 +329,7 @@ def label_rows(arms: Mapping[str, Sequence[Run]]) -> list[dict[str, str]]:
     for arm, runs in arms.items():
         row = {"arm": arm}
         for key in keys:
-            row[key.removeprefix(LABEL_SHARE)] = pm(mean_std(column(r, key).mean() for r in runs), digits=3)
+            row[key.removeprefix(LABEL_SHARE)] = step_mean_across_seeds(runs, key)
         rows.append(row)
     return rows
 
