@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Qwen2.5-Coder-1.5B-Instruct on a node of four GPUs: the base model's greedy val and test, the SFT start
+# (exp/sft_qwen.yaml) and its greedy val at each saved length, then SEAL and vanilla GRPO from it (each arm on
+# two GPUs, side by side) for the seeds asked, each with the test split for its best-val checkpoint (--test).
+# Every stage already done is skipped, so a later node (the SFT start trained again, deterministically, and
+# checked by its val score) adds seeds one by one.
+#   bash scripts/gpu_qwen_compare.sh build WHEELS_DIR MODEL_DIR   # the model folder from the 22 downloaded wheels
+#   bash scripts/gpu_qwen_compare.sh start MODEL_DIR [SEED ...]   # in the background (setsid nohup); returns
+#   bash scripts/gpu_qwen_compare.sh run MODEL_DIR [SEED ...]     # the same in the foreground
+#   bash scripts/gpu_qwen_compare.sh status                       # each stage: done, running, to do
+#   bash scripts/gpu_qwen_compare.sh wait [S]                     # until the driver ends or S s (540) pass
+#   bash scripts/gpu_qwen_compare.sh pack FILE                    # results without checkpoints, one .tar.gz
+#   bash scripts/gpu_qwen_compare.sh stop                         # end the driver and what it started
+# SEEDS: none by default (base, SFT and its evaluation only). ARMS (default "seal vanilla"; add full_loop for
+# exp/learn_qwen_full_loop.yaml) are trained two at a time, the first on GPUs 0-1, the second on GPUs 2-3.
+# SFT_STEP picks the SFT checkpoint the arms start from (default: the saved step with the best greedy val,
+# the shorter one on a tie). State and logs: experiments/qwen/ (driver.log, <stage>.log, eval_<model>_<split>/).
+set -uo pipefail
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
+case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
+mode=$1
+shift
+py=${PYTHON:-python3}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
+cd "$(dirname "$0")/.."
+state=experiments/qwen
+read -r -a arms <<< "${ARMS:-seal vanilla}"
+window=16384  # Table 4's max_model_len: the evaluations read the window the arms train in
+
+log() { echo "$(date -u +%H:%M:%S) $*"; }
+
+evaluate() {  # evaluate MODEL NAME SPLIT GPU: vLLM on that GPU, then `seal eval` greedy into $state/eval_NAME_SPLIT
+  local model=$1 name=$2 split=$3 gpu=$4 port=$((8100 + $4)) out="$state/eval_$2_$3" server status
+  [ -f "$out/summary.json" ] && { log "eval $name $split: done already"; return 0; }
+  log "eval $name $split: vLLM on GPU $gpu (log $out.vllm.log)"
+  CUDA_VISIBLE_DEVICES=$gpu "$py" -m vllm.entrypoints.openai.api_server --model "$model" --served-model-name "$name" \
+    --port "$port" --gpu-memory-utilization 0.85 --max-model-len "$window" --seed 0 > "$out.vllm.log" 2>&1 &
+  server=$!
+  for _ in $(seq 600); do
+    curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null && break
+    kill -0 $server 2>/dev/null || { log "eval $name $split: the vLLM server died ($out.vllm.log)"; return 1; }
+    sleep 1
+  done
+  "$py" -m seal.cli eval --base-url "http://127.0.0.1:$port/v1" --model "$name" --split "$split" --out "$out" \
+    --concurrency 50 --official --max-model-len "$window" --tokenizer "$model" > "$out.log" 2>&1
+  status=$?
+  kill $server 2>/dev/null; wait $server 2>/dev/null
+  log "eval $name $split: exit $status ($out.log)"
+  return $status
+}
+
+sft_checkpoints() {  # the SFT run's saved steps, ascending
+  ls -d experiments/sft_qwen/checkpoints/global_step_*/huggingface 2>/dev/null | sed 's#.*global_step_\([0-9]*\)/.*#\1#' \
+    | sort -n
+}
+
+sft_folder() { echo "experiments/sft_qwen/checkpoints/global_step_$1/huggingface"; }
+
+val_mean() {  # val_mean EVAL_DIR: the pass rate (Avg over the categories) its summary reports
+  "$py" -c 'import json, sys; print(json.load(open(sys.argv[1] + "/summary.json"))["pass_rate"])' "$1" 2>/dev/null
+}
+
+chosen_sft_step() {  # SFT_STEP, or the saved step with the best greedy val (the shorter on a tie)
+  if [ -n "${SFT_STEP:-}" ]; then echo "$SFT_STEP"; return; fi
+  local step best="" best_score=-1 score
+  for step in $(sft_checkpoints); do
+    score=$(val_mean "$state/eval_sft${step}_val") || continue
+    awk -v s="$score" -v b="$best_score" 'BEGIN { exit !(s > b) }' && { best=$step; best_score=$score; }
+  done
+  [ -n "$best" ] && echo "$best"
+}
+
+train_arm() {  # train_arm ARM SEED SFT_FOLDER GPUS: one launch with the test pass, its exit status into <run>.exit
+  local run="learn_qwen_$1_s$2"
+  [ -f "experiments/$run/trained.json" ] && { log "$run: done already"; return 0; }
+  log "$run: on GPUs $4 (log $state/$run.log)"
+  CUDA_VISIBLE_DEVICES=$4 "$py" launcher.py --conf "exp/learn_qwen_$1.yaml" --with-bfcl --test -- \
+    actor_rollout_ref.model.path="$3" seed="$2" > "$state/$run.log" 2>&1
+  echo $? > "$state/$run.exit"
+  log "$run: exit $(cat "$state/$run.exit")"
+}
+
+drive() {  # drive MODEL SEED...
+  local model=$1 step sft pids=() i seed
+  shift
+  mkdir -p "$state"
+  echo $$ > "$state/driver.pid"
+  echo "$@" > "$state/seeds"
+  evaluate "$model" base val 0 & pids+=($!)
+  evaluate "$model" base test 1 & pids+=($!)
+  if [ -z "$(sft_checkpoints)" ]; then
+    log "sft: exp/sft_qwen.yaml on GPUs 2,3 (log $state/sft.log)"
+    CUDA_VISIBLE_DEVICES=2,3 "$py" launcher.py --conf exp/sft_qwen.yaml -- model.path="$model" > "$state/sft.log" 2>&1
+    log "sft: exit $?"
+  fi
+  wait "${pids[@]}"
+  pids=()
+  i=0
+  for step in $(sft_checkpoints); do
+    evaluate "$(sft_folder "$step")" "sft$step" val $((i % 4)) & pids+=($!)
+    i=$((i + 1))
+  done
+  wait "${pids[@]}"
+  step=$(chosen_sft_step) || { log "no SFT checkpoint was evaluated ($state/sft.log)"; return 1; }
+  sft=$(sft_folder "$step")
+  log "sft: the arms start from step $step ($sft)"
+  for seed in "$@"; do
+    for ((i = 0; i < ${#arms[@]}; i += 2)); do
+      pids=()
+      train_arm "${arms[$i]}" "$seed" "$sft" 0,1 & pids+=($!)
+      [ $((i + 1)) -lt ${#arms[@]} ] && { train_arm "${arms[$((i + 1))]}" "$seed" "$sft" 2,3 & pids+=($!); }
+      wait "${pids[@]}"
+    done
+  done
+  log "driver: done"
+}
+
+driver_alive() { [ -f "$state/driver.pid" ] && kill -0 "$(cat "$state/driver.pid")" 2>/dev/null; }
+
+status() {
+  [ -f "$state/seeds" ] || { echo "nothing started yet ($state/seeds is missing)"; return 0; }
+  driver_alive && echo "driver: running (pid $(cat "$state/driver.pid"), log $state/driver.log)" \
+    || echo "driver: not running (start again to resume)"
+  local dir run seed arm
+  for dir in "$state"/eval_*; do
+    [ -d "$dir" ] || continue
+    if [ -f "$dir/summary.json" ]; then echo "$(basename "$dir"): Avg $(val_mean "$dir")"
+    else echo "$(basename "$dir"): $(wc -l < "$dir/episodes.jsonl" 2>/dev/null || echo 0) episodes so far"; fi
+  done
+  for seed in $(cat "$state/seeds"); do
+    for arm in "${arms[@]}"; do
+      run="learn_qwen_${arm}_s${seed}"
+      if [ -f "experiments/$run/trained.json" ]; then echo "$run: done"
+      elif [ -f "$state/$run.exit" ]; then echo "$run: failed, exit $(cat "$state/$run.exit") ($state/$run.log)"
+      elif [ -f "$state/$run.log" ]; then echo "$run: $(grep -c 'step:' "$state/$run.log") step lines so far"
+      else echo "$run: to do"; fi
+    done
+  done
+}
+
+follow() {
+  local limit=$1 began=$SECONDS poll=${WAIT_POLL:-20}
+  while driver_alive && [ $((SECONDS - began + poll)) -le "$limit" ]; do sleep "$poll"; done
+  driver_alive && echo "after $((SECONDS - began)) s the driver still runs: wait again" \
+    || echo "after $((SECONDS - began)) s the driver has ended"
+  status
+}
+
+case "$mode" in
+  build)
+    [ $# -eq 2 ] || { echo "gpu_qwen_compare.sh: build WHEELS_DIR MODEL_DIR" >&2; exit 2; }
+    "$py" scripts/make_smoke_model.py qwen2.5-coder-1.5b "$2" --wheels "$1" ;;
+  start)
+    [ $# -ge 1 ] || { echo "gpu_qwen_compare.sh: start MODEL_DIR [SEED ...]" >&2; exit 2; }
+    [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json (build it first)" >&2; exit 2; }
+    if driver_alive; then echo "already running (pid $(cat "$state/driver.pid")): see status"; exit 0; fi
+    mkdir -p "$state"
+    setsid nohup bash "${BASH_SOURCE[0]}" run "$@" > "$state/driver.log" 2>&1 < /dev/null &
+    echo "started in the background: bash scripts/gpu_qwen_compare.sh status (log $state/driver.log)" ;;
+  run)
+    [ $# -ge 1 ] || { echo "gpu_qwen_compare.sh: run MODEL_DIR [SEED ...]" >&2; exit 2; }
+    drive "$@" ;;
+  status) status ;;
+  wait)
+    [[ "${1:-540}" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: wait [SECONDS], a whole number" >&2; exit 2; }
+    follow "${1:-540}" ;;
+  pack)
+    [ $# -eq 1 ] || { echo "gpu_qwen_compare.sh: pack FILE" >&2; exit 2; }
+    names=(experiments/qwen experiments/sft_qwen experiments/learn_qwen_* launcher_record/sft_qwen
+      launcher_record/learn_qwen_*)
+    present=()
+    for name in "${names[@]}"; do [ -e "$name" ] && present+=("$name"); done
+    tar -czf "$1" --exclude='*/checkpoints' --exclude='*.parquet' --exclude='*/hydra' "${present[@]}" \
+      && echo "packed $(du -h "$1" | cut -f1) into $1 (untar it in the project root)" ;;
+  stop)
+    if driver_alive; then
+      pid=$(cat "$state/driver.pid")
+      kill -- -"$pid" 2>/dev/null || kill "$pid"
+      echo "stopped the driver (pid $pid) and what it started"
+    else echo "no driver running"; fi ;;
+  *) echo "gpu_qwen_compare.sh: no mode '$mode' (build start run status wait pack stop; --help)" >&2; exit 2 ;;
+esac
