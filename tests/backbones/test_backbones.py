@@ -30,11 +30,13 @@ PUBLISHED_PARAMETERS = {
     "qwen2.5-3b": 3_085_938_688,
     "qwen2.5-7b": 7_615_616_512,
     "toolace-2-8b": 8_030_261_248,
+    "qwen2.5-coder-1.5b": 1_543_714_304 + 151936 * 1536,  # the GGUF's head is untied
 }
 SHAPES = {  # hidden, layers, heads, KV heads, FFN, vocabulary rows, tied (the released config.json files)
     "qwen2.5-3b": (2048, 36, 16, 2, 11008, 151936, True),
     "qwen2.5-7b": (3584, 28, 28, 4, 18944, 152064, False),
     "toolace-2-8b": (4096, 32, 32, 8, 14336, 128256, False),
+    "qwen2.5-coder-1.5b": (1536, 28, 12, 2, 8960, 151936, False),
 }
 QWEN_IDS = {
     "Hello, world!": [9707, 11, 1879, 0],
