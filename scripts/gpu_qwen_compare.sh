@@ -34,7 +34,7 @@ evaluate() {  # evaluate MODEL NAME SPLIT GPU: vLLM on that GPU, then `seal eval
   [ -f "$out/summary.json" ] && { log "eval $name $split: done already"; return 0; }
   log "eval $name $split: vLLM on GPU $gpu (log $out.vllm.log)"
   CUDA_VISIBLE_DEVICES=$gpu "$py" -m vllm.entrypoints.openai.api_server --model "$model" --served-model-name "$name" \
-    --port "$port" --gpu-memory-utilization 0.85 --max-model-len "$window" --seed 0 > "$out.vllm.log" 2>&1 &
+    --port "$port" --gpu-memory-utilization 0.85 --max-model-len "$window" --seed 0 --generation-config vllm > "$out.vllm.log" 2>&1 &
   server=$!
   for _ in $(seq 600); do
     curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null && break
