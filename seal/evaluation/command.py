@@ -35,6 +35,7 @@ from seal.evaluation.runner import Progress, run_episodes
 from seal.evaluation.session import DEFAULT_KEY_ENV, EndpointSettings, budgeted_endpoint, run_to_exit
 from seal.evaluation.store import OutputError, RunFolder
 from seal.flags import add_flags, setting, settings_from_flags
+from seal.reports.endings import endings, endings_line
 from seal.reports.tables import markdown_table, summarize
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
 from seal.urls import masked_url
@@ -218,6 +219,7 @@ def _notes(request: EvalRequest, report: EvalReport) -> list[str]:
         f"(context window or step limit: reward 0); {len(report.endpoint_errors)} endpoint error(s) "
         "excluded from the pass rate"
     )
+    notes.append(endings_line(f"pass rate {summary['pass_rate']:.1%}", summary["endings"]))
     first_cut = summary[CUT_BEFORE_FIRST_CALL]["count"]
     if first_cut:
         notes.append(
@@ -313,7 +315,9 @@ async def _run(
     records.update((p.record["task_id"], p.record) for p in played)
     folder.put_in_order(request.task_ids)
     ordered = [records[t] for t in request.task_ids]
-    summary = summarize([r for r in ordered if "error" not in r], request.split)
+    scored = [r for r in ordered if "error" not in r]
+    summary = summarize(scored, request.split)
+    summary["endings"] = endings(scored)
     failed_ids = [r["task_id"] for r in ordered if "error" in r]
     summary["endpoint_errors"] = {"count": len(failed_ids), "task_ids": failed_ids}
     first_cut = [r["task_id"] for r in ordered if r.get("cut") == "context" and r.get("llm_calls") == 0]

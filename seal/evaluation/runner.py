@@ -23,6 +23,7 @@ from seal.env.driver import Driven, drive
 from seal.evaluation.budget import BudgetedChat, ContextBudget
 from seal.evaluation.endpoint import ChatEndpoint
 from seal.evaluation.store import RunFolder
+from seal.reports.endings import ends_in_loop
 from seal.reports.pass_rate import pass_rates
 from seal.reports.tables import episode_record
 
@@ -31,11 +32,18 @@ from seal.reports.tables import episode_record
 class Played:
     """One finished episode: its §4.4 line (with "error" when the endpoint failed it) and its action log.
 
-    An episode the endpoint failed is not the model's result: it is listed, not scored.
+    An episode the endpoint failed is not the model's result: it is listed, not scored. Every line says
+    whether its replies end in an identical-call loop (`looped`, seal/reports/endings.py), whichever suite
+    played it.
     """
 
     record: dict[str, Any]
     action_log: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        self.record.setdefault(
+            "looped", ends_in_loop(self.action_log["actions"], self.action_log["protocol"])
+        )
 
     @property
     def failed(self) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from seal.bfcl.calls import ToolCall
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import CATEGORIES, category_of, get_task, split_ids
 from seal.env.episode import Episode
@@ -19,6 +20,7 @@ from seal.evaluation.budget import tokenizer_tools
 from seal.evaluation.command import add_eval_arguments, build_request, run_eval_command
 from seal.evaluation.endpoint import RetryPolicy
 from seal.evaluation.official import bfcl_task, replay_calls, rescore
+from seal.protocol import DEFAULT_PROTOCOL, get_protocol
 from seal.protocol.ground_truth import END_OF_TURN as DONE
 from seal.protocol.ground_truth import ground_truth_actions
 from tests.support.chatml import chatml_tokenizer
@@ -72,9 +74,11 @@ def test_oracle_passes_every_category_and_the_official_rescore_agrees(tmp_path, 
         "by_category",
         "endpoint_errors",
         "cut_before_first_call",
+        "endings",
         "official",
     }
     assert (result["split"], result["n"], result["pass_rate"]) == ("test", 12, 1.0)
+    assert (result["endings"]["loops"]["count"], result["endings"]["call_limit"]["count"]) == (0, 0)
     assert list(result["by_category"]) == list(CATEGORIES)
     for entry in result["by_category"].values():
         assert set(entry) == {"n", "pass_rate", "truncated", "labels"}
@@ -354,6 +358,32 @@ def test_the_call_limit_and_a_reply_cut_by_max_tokens_end_the_episode_as_in_trai
     (cut,) = lines(tmp_path / "cut" / "episodes.jsonl")
     assert cut["cut"] == "generation" and cut["truncated"]
     assert lines(tmp_path / "cut" / "actions.jsonl")[0]["actions"] == []  # never sent to the environment
+
+
+def test_the_summary_gives_the_loop_and_call_limit_shares_beside_the_pass_rate(tmp_path, capsys):
+    """A model that repeats one call until its calls run out ends in a loop and at the call limit (with 20
+    calls, BFCL's 20 steps per turn end it first; with 12, the driver's limit); the oracle's episodes, whose
+    last replies are several ends of turn in a row, in neither."""
+    stuck, *oracle = sample(1)[:3]
+    call = get_protocol(DEFAULT_PROTOCOL).format_calls([ToolCall("ls", {})])
+    script = Script([stuck, *oracle], repeats={stuck: call})
+    with serve(script) as url:
+        for calls in ("20", "12"):
+            assert run(url, tmp_path / calls, "--max-llm-calls", calls, tasks=[stuck, *oracle]) == 0
+    for calls, cut in (("20", "none"), ("12", "calls")):
+        records = {r["task_id"]: r for r in lines(tmp_path / calls / "episodes.jsonl")}
+        assert [r["reward"] for r in records.values()] == [0.0, 1.0, 1.0]
+        assert records[stuck]["looped"] and not any(records[t]["looped"] for t in oracle)
+        assert (records[stuck]["llm_calls"], records[stuck]["cut"]) == (int(calls), cut)
+        endings = summary(tmp_path / calls)["endings"]
+        assert endings["loops"] == {"count": 1, "share": 1 / 3, "task_ids": [stuck]}
+        assert endings["call_limit"] == {"count": 1, "share": 1 / 3, "task_ids": [stuck]}
+    line = (
+        "pass rate 66.7% · loops 33.3% (1 of 3 scored episode(s) end in 5 identical calls) · "
+        "call limit 33.3% (1 of 3 used all their LLM calls)"
+    )
+    assert line in capsys.readouterr().out.splitlines()
+    assert f"- {line}" in (tmp_path / "12" / "summary.md").read_text().splitlines()
 
 
 def test_environment_messages_are_clipped_before_the_model_reads_them(tmp_path):

@@ -79,6 +79,8 @@ class Script:
     list_models: bool = True
     """Serve `GET /v1/models` (vLLM and OpenAI do; some servers do not)."""
     api_key: str | None = None
+    repeats: dict[str, str] = field(default_factory=dict)
+    """Task id -> the one reply sent to every request of that task: a model stuck in a loop."""
     count: Callable[[list[dict[str, str]]], int] = scripted_tokens
     """How the endpoint counts prompt tokens (a real tokenizer in the `--tokenizer` test)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -191,6 +193,8 @@ class Script:
             return self.reply(SILENT, prompt, body["max_tokens"])
         messages = body["messages"]
         task_id, turn, sent = self.locate(messages)
+        if task_id in self.repeats:
+            return self.reply(self.repeats[task_id], prompt, body["max_tokens"])
         fault, from_turn = self.faults.get(task_id or "", ("", 0))
         if fault and turn >= from_turn:
             faulty = await self._fault(fault, (task_id or "", len(messages)), headers)

@@ -30,6 +30,7 @@ from seal.evaluation.session import EndpointSettings, budgeted_endpoint, run_to_
 from seal.evaluation.store import RUN, OutputError, RunFolder
 from seal.evaluation.suites.extras import go_offline
 from seal.flags import add_flags, settings_from_flags
+from seal.reports.endings import endings, endings_line
 from seal.urls import masked_url
 
 
@@ -190,6 +191,8 @@ def notes_of(summary: dict[str, Any], dropped: int) -> list[str]:
     notes = [f"{key}: {value}" for key, value in summary.get("notes", {}).items()]
     if dropped:
         notes.append(f"resume dropped {dropped} broken or failed line(s); those items ran again")
+    average = "n/a" if summary["average"] is None else f"{summary['average']:.2f}%"
+    notes.append(endings_line(f"{summary['label']} {average}", summary["endings"]))
     errors = summary["endpoint_errors"]
     notes.append(
         f"{summary['scored']} scored item(s), {summary['truncated']} truncated (reward 0); "
@@ -229,7 +232,9 @@ async def run_suite(suite: Suite, request: SuiteRequest, api_key: str | None) ->
         finally:
             progress.close()
     folder.put_in_order(selection)
-    summary = suite.summarize([done[item] for item in selection if item in done], request)
+    records = [done[item] for item in selection if item in done]
+    summary = suite.summarize(records, request)
+    summary["endings"] = endings([r for r in records if "reward" in r and "error" not in r])
     folder.write_summary(summary, markdown_report(suite, request, summary, notes_of(summary, dropped)))
     return SuiteOutcome(summary, dropped, len(played_now), sum(p.failed for p in played_now))
 

@@ -1,0 +1,65 @@
+"""How scored episodes ended besides passing or failing: in an identical-call loop, or at the call limit.
+
+A small model that has lost its way repeats one call until the episode's call budget is spent; the pass rate
+alone hides that. Two shares say it, for every `seal eval` run (its summary line and `summary.json`) and for
+any report that reads episode lines:
+
+- loops: the episodes whose last `LOOP_CALLS` model replies are one and the same call: the same text (up to
+  surrounding whitespace), and a call in the protocol's terms (tool-call markup, not a plain answer such as
+  the end of a turn, which an episode of several quiet turns repeats without looping). An episode line
+  carries it as `looped`, decided from the replies it sent.
+- call limit: the episodes that used all their LLM calls: the driver's call limit cut them (`cut` is
+  "calls"), or the environment's own step limit did (BFCL's 20 steps per turn, τ²'s steps: `truncated` with no
+  cut of the driver's), whichever came first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from seal.protocol import get_protocol
+
+LOOP_CALLS = 5
+"""Identical calls in a row that make a loop: the last five replies of the episode."""
+
+
+def ends_in_loop(actions: Sequence[str], protocol: str, calls: int = LOOP_CALLS) -> bool:
+    """Whether the replies `actions` (in order, written in `protocol`) end with `calls` identical calls."""
+    last = actions[-calls:]
+    if len(last) < calls or len({action.strip() for action in last}) != 1:
+        return False
+    return get_protocol(protocol).parse(last[-1]).has_markup
+
+
+def used_all_calls(record: dict[str, Any]) -> bool:
+    """Whether the episode line `record` ended at a call limit, the driver's or the environment's."""
+    cut = record.get("cut", "none")
+    return cut == "calls" or (cut == "none" and bool(record.get("truncated")))
+
+
+def endings(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """`{"n", "loop_calls", "loops": {"count", "share", "task_ids"}, "call_limit": {...}}` over the scored
+    episode lines `records`; a line without `looped` (written before it was recorded) counts as no loop."""
+    n = len(records)
+
+    def share(ids: list[str]) -> dict[str, Any]:
+        return {"count": len(ids), "share": len(ids) / n if n else 0.0, "task_ids": ids}
+
+    return {
+        "n": n,
+        "loop_calls": LOOP_CALLS,
+        "loops": share([r["task_id"] for r in records if r.get("looped")]),
+        "call_limit": share([r["task_id"] for r in records if used_all_calls(r)]),
+    }
+
+
+def endings_line(score: str, summary: dict[str, Any]) -> str:
+    """The summary line: the run's score (its pass rate, as `score` words it) beside the loop and call-limit
+    shares of `endings`' `summary`."""
+    n, loops, limit = summary["n"], summary["loops"], summary["call_limit"]
+    return (
+        f"{score} · loops {loops['share']:.1%} ({loops['count']} of {n} scored episode(s) end in "
+        f"{summary['loop_calls']} identical calls) · call limit {limit['share']:.1%} "
+        f"({limit['count']} of {n} used all their LLM calls)"
+    )
