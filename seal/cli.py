@@ -1,5 +1,5 @@
 """The `seal` command: serve the environment, evaluate an endpoint, replay or diagnose logs, build data,
-report on training runs, train."""
+report on training runs, view episodes, train."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from seal.flags import add_flags, comma_list, settings_from_flags
 from seal.reports.command import HELP as report_help
 from seal.tocf.labels import DEFAULT_PRIORITY, DEFAULT_TAXONOMY, TAXONOMIES
 from seal.trainer.launch.command import HELP as train_help
+from seal.view.command import HELP as view_help
 
 
 def _fail(message: str) -> int:
@@ -186,6 +187,12 @@ def _report(commands: Any, argv: Sequence[str]) -> None:
     make_parser(commands)
 
 
+def _view(commands: Any, argv: Sequence[str]) -> None:
+    from seal.view.command import make_parser
+
+    make_parser(commands)
+
+
 def _train(commands: Any, argv: Sequence[str]) -> None:
     from seal.trainer.launch.command import make_parser
 
@@ -199,6 +206,7 @@ COMMANDS = {
     "diagnose": "label action logs turn by turn, with a table and a chart",
     "data": "write (or --check) data/bfcl_{train,val,test}.parquet",
     "report": report_help,
+    "view": view_help,
     "train": train_help,
 }
 """Each command and its one-line help; `PARSERS` adds its options."""
@@ -209,6 +217,7 @@ PARSERS: dict[str, Callable[[Any, Sequence[str]], None]] = {
     "diagnose": _diagnose,
     "data": _data,
     "report": _report,
+    "view": _view,
     "train": _train,
 }
 

@@ -74,10 +74,16 @@ def split_of(task_id: object) -> str:
 
 
 def dump_rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of one `{step}.jsonl` dump, each checked: a JSON object with a task id (`task_id` or
-    `gts`), a finite numeric score, and the only row of its task. Anything else is a `JsonLinesError`
-    naming the file and line, never a row miscounted (a NaN score as a failure, a repeated row twice)."""
-    rows: list[dict[str, Any]] = []
+    """The rows of one `{step}.jsonl` dump, each checked (`dump_lines`)."""
+    return [row for _, row in dump_lines(path)]
+
+
+def dump_lines(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """`("FILE:LINE", row)` for the rows of one `{step}.jsonl` dump, each checked: a JSON object with a task
+    id (`task_id` or `gts`), a finite numeric score, and the only row of its task. Anything else is a
+    `JsonLinesError` naming the file and line, never a row miscounted (a NaN score as a failure, a repeated
+    row twice)."""
+    rows: list[tuple[str, dict[str, Any]]] = []
     first_line: dict[str, str] = {}
     for where, row in json_objects(path):
         task_id, score = row.get("task_id") or row.get("gts"), row.get("score")
@@ -91,7 +97,7 @@ def dump_rows(path: Path) -> list[dict[str, Any]]:
                 "a dump holds one row per task"
             )
         first_line[task_id] = where
-        rows.append(row)
+        rows.append((where, row))
     return rows
 
 
