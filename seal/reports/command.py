@@ -11,7 +11,8 @@ checkpoints (Avg is their mean, as in the paper), written with curves and label 
 and SEAL's numbers per training step from the metrics files, two runs side by side (`seal.reports.steps`;
 `scripts/step_table.py` is the same view). With --ood NAME=DIR: models' `seal eval --suite` folders side by
 side in the shape of the paper's Table 2 (`seal.reports.table2`; --out also writes table2.md and
-table2.json). Exit status: 0 done, 1 a folder cannot be read, 2 bad arguments.
+table2.json). The pass-rate report ends with the `seal view` command that shows the runs' episodes turn by
+turn. Exit status: 0 done, 1 a folder cannot be read, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def main(args: argparse.Namespace) -> int:
             for run in args.runs:
                 out = run / "stats" if args.out is None else args.out
                 report(run, out / run.name if len(args.runs) == 2 and args.out else out, args.sft)
+            print(f"episodes turn by turn (an offline HTML page): seal view {' '.join(map(str, args.runs))}")
     except (ValueError, KeyError, OSError) as exc:
         print(f"seal report: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
