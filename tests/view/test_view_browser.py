@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
@@ -20,10 +19,9 @@ import pytest
 
 from seal.bfcl.tasks import get_task
 from seal.cli import main
-from tests.support.view_inputs import eval_folder, run_folder
+from tests.support.view_pages import CHROMIUM, chromium, eval_folder, opened, run_folder
 from tests.view.test_view import EXAMPLES, embedded
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 MISSING = (
     "the playwright package"
     if find_spec("playwright") is None
@@ -44,27 +42,13 @@ HOSTILE = (
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     assert MISSING is None, f"{MISSING} is not installed (bash install.sh --dev installs it)"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 def view(folders: list[Path], out: Path) -> Path:
     assert main(["view", *map(str, folders), "--out", str(out)]) == 0
     return out
-
-
-def opened(browser: Any, page_file: Path) -> tuple[Any, list[str], float]:
-    """A new tab on the page, once its table is shown and its data decoded; (tab, errors, load ms)."""
-    tab = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors: list[str] = []
-    tab.on("pageerror", lambda error: errors.append(str(error)))
-    tab.goto(page_file.as_uri())
-    tab.wait_for_selector("body[data-ready=true]", state="attached", timeout=30_000)
-    return tab, errors, tab.evaluate("window.sealView.loadMs")
 
 
 def visible_rows(tab: Any) -> list[list[str]]:
