@@ -31,11 +31,12 @@
   const sources = index.sources;
   const detailsReady = unpack("seal-details");
 
-  function chip(label) {
-    const node = el("span", { class: "chip", title: label }, label);
-    node.style.background = index.colours[label] || "#dbdb8d";
-    return node;
-  }
+  // One class per label (by its rank, never its text), coloured by a rule built from the page's own colours.
+  const labelClass = new Map(index.labels.map((label, k) => [label, `label-${k}`]));
+  const rules = document.createElement("style");
+  rules.textContent = index.labels.map((label, k) => `.label-${k} { background: ${index.colours[label]}; }`).join("\n");
+  document.head.append(rules);
+  const chip = (label) => el("span", { class: `chip ${labelClass.get(label) || ""}` }, label);
   const reward = (value) => (Number.isInteger(value) ? value.toFixed(1) : String(value));
   const outcome = (row) => el("span", { class: row.pass ? "pass" : "fail" }, reward(row.reward), row.pass ? " pass" : " fail");
 
