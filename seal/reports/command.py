@@ -81,7 +81,6 @@ def main(args: argparse.Namespace) -> int:
             for run in args.runs:
                 out = run / "stats" if args.out is None else args.out
                 report(run, out / run.name if len(args.runs) == 2 and args.out else out, args.sft)
-            print(f"episodes turn by turn (an offline HTML page): seal view {' '.join(map(str, args.runs))}")
     except (ValueError, KeyError, OSError) as exc:
         print(f"seal report: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
