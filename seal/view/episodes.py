@@ -27,9 +27,12 @@ from seal.view.sources import Source, SourceEpisode, ViewInputError
 
 LOOP_LENGTH = 5
 """An episode "ends in a loop" when its last this-many model replies are the same text."""
-EVAL_MODE_NOTE = (
-    "eval mode: the raw interface, byte-identical to the base prompt (Ω is shown to training episodes only)"
-)
+MODE_NOTES = {
+    "eval": "eval mode: the raw interface, byte-identical to the base prompt (Ω is shown to training "
+    "episodes only)",
+    "train": "train mode: it ran under Ω (see the training Ω), while this page replays it under the raw "
+    "interface, so its system prompt and error hints are the raw ones",
+}
 
 
 class Texts:
@@ -194,10 +197,11 @@ def _disagreements(recorded: dict[str, Any], replayed: Replayed) -> list[str]:
 
 def _omega(source: Source, recorded: dict[str, Any], version: int, labels: list[str]) -> dict[str, Any]:
     """The interface the episode ran under and, for a run's dump, the training Ω and ρ at its step."""
+    mode = recorded.get("mode", "eval")
     omega: dict[str, Any] = {
         "version": recorded.get("interface_version", version),
-        "mode": recorded.get("mode", "eval"),
-        "note": EVAL_MODE_NOTE,
+        "mode": mode,
+        "note": MODE_NOTES.get(mode, MODE_NOTES["eval"]),
     }
     record = source.training
     if record is None:

@@ -14,6 +14,8 @@ Everything is read and checked before anything is replayed: a problem is one lin
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,7 +115,7 @@ def _logged(folder: Path, name: str) -> list[Source]:
                 f"{where}: the episode of {str(record.get('task_id'))[:80]!r} is paired with the action log "
                 f"of {log['task_id']!r} (the two files must list the same episodes in the same order)"
             )
-        paired.append(SourceEpisode(where, log["task_id"], log, record))
+        paired.append(SourceEpisode(where, log["task_id"], log, checked_record(record, where)))
     kind = "eval" if (folder / RUN).is_file() else "diagnose"
     return [Source(name, kind, str(folder), paired)]
 
@@ -168,12 +170,47 @@ def _dump_episode(where: str, row: dict[str, Any]) -> SourceEpisode:
     recorded["reward"] = row["score"]
     if isinstance(row.get("labels"), str):
         recorded["labels"] = _json_field(row["labels"], where, "labels")
-    if not isinstance(recorded.get("labels", []), list):
-        raise JsonLinesError(f"{where}: 'labels' must be a list of labels")
+    recorded = checked_record(recorded, where)
     log = None
     if isinstance(row.get("action_log"), str):
         log = parse_action_log(_json_field(row["action_log"], where, "action_log"), f"{where}: action_log")
     return SourceEpisode(where, task_id, log, recorded)
+
+
+RECORD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "reward": (int, float),
+    "labels": list,
+    "evidence": list,
+    "cut": str,
+    "llm_calls": int,
+    "truncated": bool,
+    "taxonomy": str,
+    "interface_version": int,
+    "mode": str,
+    "category": str,
+    "split": str,
+    "error": str,
+    "env_error": str,
+    "missing": bool,
+}
+"""The JSON type of each recorded field the page shows (any other field is kept as it is)."""
+
+
+def checked_record(record: dict[str, Any], where: str) -> dict[str, Any]:
+    """The record without its null fields (a dump's `missing` rows have them), each shown field of its JSON
+    type and the labels strings; anything else is a `JsonLinesError` naming FILE:LINE and the field."""
+    kept = {key: value for key, value in record.items() if value is not None}
+    for key, kind in RECORD_TYPES.items():
+        value = kept.get(key)
+        if value is None:
+            continue
+        wrong_bool = isinstance(value, bool) and kind is not bool
+        not_finite = key == "reward" and isinstance(value, float) and not math.isfinite(value)
+        if wrong_bool or not_finite or not isinstance(value, kind):
+            raise JsonLinesError(f"{where}: '{key}' is {json.dumps(value)[:40]}, not what the field holds")
+    if not all(isinstance(label, str) for label in kept.get("labels", [])):
+        raise JsonLinesError(f"{where}: 'labels' must be a list of label names")
+    return kept
 
 
 RECORDED_DUMP_FIELDS = (

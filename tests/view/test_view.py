@@ -194,15 +194,22 @@ def bad_folders(root: Path) -> dict[str, tuple[Path, str]]:
     orphan = root / "orphan"
     orphan.mkdir()
     (orphan / "episodes.jsonl").write_text('{"task_id": "multi_turn_base_4", "reward": 1.0}\n')
+    bad_record = root / "bad_record"
+    bad_record.mkdir()
+    shutil.copy(EXAMPLES / "actions.jsonl", bad_record / "actions.jsonl")
+    records = [{"task_id": json.loads(line)["task_id"], "reward": 1.0} for line in lines]
+    records[3]["reward"] = "1.0"
+    (bad_record / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return {
         "empty": (empty, f"{empty} holds no episodes"),
+        "bad_record": (bad_record, f"""{bad_record / "episodes.jsonl"}:4: 'reward' is "1.0", not"""),
         "corrupt_log": (corrupt_log, f"{corrupt_log / 'actions.jsonl'}:2: not JSON"),
         "corrupt_dump": (corrupt_dump, f"{dump}:3: 'action_log' is not JSON text"),
         "orphan": (orphan, f"{orphan / 'episodes.jsonl'} has no action logs beside it"),
     }
 
 
-@pytest.mark.parametrize("name", ["empty", "corrupt_log", "corrupt_dump", "orphan"])
+@pytest.mark.parametrize("name", ["empty", "corrupt_log", "corrupt_dump", "orphan", "bad_record"])
 def test_bad_input_is_refused_in_one_line_naming_file_and_line(tmp_path, capsys, name):
     folder, expected = bad_folders(tmp_path)[name]
     out = tmp_path / "page.html"
