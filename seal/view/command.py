@@ -71,7 +71,7 @@ def main(args: argparse.Namespace) -> int:
         return 1
     disagree = data.disagreements
     print(
-        f"wrote {out} ({size / 1e6:.1f} MB): {len(data.rows)} episodes from {len(data.sources)} source(s)"
+        f"wrote {out} ({size / 1e6:.2f} MB): {len(data.rows)} episodes from {len(data.sources)} source(s)"
         + (f"; {disagree} replay(s) disagree with the record (marked in the page)" if disagree else "")
     )
     return 0
