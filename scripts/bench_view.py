@@ -30,9 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from seal.view.command import main as view_main  # noqa: E402
 from seal.view.command import make_parser  # noqa: E402
-from tests.support.view_pages import chromium, eval_folder, opened, run_folder  # noqa: E402
-
-EXAMPLES = ROOT / "examples"
+from tests.support.view_pages import EXAMPLES, chromium, eval_folder, opened, run_folder  # noqa: E402
 
 
 def inputs(scratch: Path) -> dict[str, Callable[[], list[Path]]]:

@@ -10,7 +10,10 @@ its data decoded (the page's own clock, from the start of navigation).
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +30,7 @@ from seal.reports.tables import episode_record, markdown_table, summarize
 from seal.trainer.rl.trajectory import TrajectoryFields
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PLAYS = ("ground truth", "stops after the first turn", "loops on its first call")
 LOOP = 6
 
@@ -102,6 +106,16 @@ def run_folder(out: Path, steps: int = 10) -> Path:
         dump.parent.mkdir(parents=True, exist_ok=True)
         dump.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     return out
+
+
+def embedded(page: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The page's two data blocks, decoded as the page's script decodes them."""
+    text = page.read_text(encoding="utf-8")
+    blocks = [
+        json.loads(gzip.decompress(base64.b64decode(re.search(rf'id="{name}"[^>]*>([^<]*)<', text)[1])))
+        for name in ("seal-index", "seal-details")
+    ]
+    return blocks[0], blocks[1]
 
 
 @contextmanager

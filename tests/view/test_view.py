@@ -4,10 +4,7 @@ the environment served, and the one-line refusals of bad input (the browser test
 from __future__ import annotations
 
 import argparse
-import base64
-import gzip
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,18 +17,7 @@ from seal.evaluation.command import add_eval_arguments, run_eval_command
 from seal.view.episodes import build
 from seal.view.sources import read_sources
 from tests.support.scripted_endpoint import Script, serve
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def embedded(page: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The page's two data blocks, decoded as the page's script decodes them."""
-    text = page.read_text(encoding="utf-8")
-    blocks = [
-        json.loads(gzip.decompress(base64.b64decode(re.search(rf'id="{name}"[^>]*>([^<]*)<', text)[1])))
-        for name in ("seal-index", "seal-details")
-    ]
-    return blocks[0], blocks[1]
+from tests.support.view_pages import EXAMPLES, embedded
 
 
 def conversation(detail: dict[str, Any], texts: list[str]) -> list[dict[str, str]]:

@@ -19,8 +19,15 @@ import pytest
 
 from seal.bfcl.tasks import get_task
 from seal.cli import main
-from tests.support.view_pages import CHROMIUM, chromium, eval_folder, opened, run_folder
-from tests.view.test_view import EXAMPLES, embedded
+from tests.support.view_pages import (
+    CHROMIUM,
+    EXAMPLES,
+    chromium,
+    embedded,
+    eval_folder,
+    opened,
+    run_folder,
+)
 
 MISSING = (
     "the playwright package"
