@@ -60,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         data = build(read_sources(args.folders))
         title = args.title or "SEAL episodes: " + ", ".join(
-            folder.name or str(folder) for folder in args.folders
+            folder.name or folder.resolve().name for folder in args.folders
         )
         size = write_page(data, title, out)
     except ViewInputError as exc:

@@ -67,9 +67,10 @@ def read_sources(folders: list[Path]) -> list[Source]:
             raise ViewInputError(
                 f"{folder}: no such folder" if not folder.exists() else f"{folder} is a file, not a folder"
             )
-        found = _sources_in(folder, folder.name)
+        name = folder.name or folder.resolve().name
+        found = _sources_in(folder, name)
         for inside in sorted(path for path in folder.iterdir() if path.is_dir()):
-            found += _sources_in(inside, f"{folder.name}/{inside.name}")
+            found += _sources_in(inside, f"{name}/{inside.name}")
         if not found:
             raise ViewInputError(
                 f"{folder} holds no episodes: no {ACTIONS}, validation/{{step}}.jsonl or "
@@ -121,7 +122,7 @@ def _logged(folder: Path, name: str) -> list[Source]:
 
 
 def _bare(path: Path, index: int, log: dict[str, Any]) -> SourceEpisode:
-    return SourceEpisode(f"{path}#{index + 1}", log["task_id"], log, {})
+    return SourceEpisode(f"{path}, log {index + 1}", log["task_id"], log, {})
 
 
 def _run(folder: Path, name: str) -> list[Source]:
