@@ -40,6 +40,7 @@ pytestmark = pytest.mark.skipif(
     MISSING is not None and not os.environ.get("CI"), reason=f"{MISSING} missing: bash install.sh --dev"
 )
 LOAD_LIMIT_MS = 2000
+SIZE_LIMIT_BYTES = 20_000_000
 HOSTILE = (
     '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
     '<tool_call>\n{"name": "<b>bold</b>", "arguments": {}}\n</tool_call>'
@@ -151,5 +152,6 @@ def test_a_300_task_eval_and_ten_validation_dumps_open_in_under_two_seconds(brow
         )
         assert len(visible_rows(tab)) == count
         assert load_ms < LOAD_LIMIT_MS
+        assert pages[name].stat().st_size < SIZE_LIMIT_BYTES
         assert errors == []
         tab.close()
