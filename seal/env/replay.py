@@ -7,11 +7,13 @@ because the environment is deterministic. Logs written before the key was rename
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from seal.bfcl.tasks import UnknownTaskError, get_task
-from seal.env.episode import Episode, EpisodeLimits, EpisodeResult
+from seal.env.context_limits import CUTS
+from seal.env.episode import Episode, EpisodeLimits, EpisodeResult, StepResult
 from seal.env.store import MAX_TASK_ID_CHARS
 from seal.jsonl import JsonLinesError, json_lines
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
@@ -61,13 +63,31 @@ def read_action_logs(path: Path) -> list[dict[str, Any]]:
     return logs
 
 
-def replay(
+@dataclass(frozen=True)
+class Replayed:
+    """An action log played again, message by message: what the environment served and what it scored."""
+
+    opening: list[dict[str, str]]
+    """The system prompt (the interface text in effect) and the first user message(s)."""
+    steps: list[StepResult]
+    """One per played action, in order: what the environment answered and what it accepted or rejected."""
+    result: EpisodeResult
+    unplayed: int
+    """Logged actions after the episode had ended (never played)."""
+
+
+def replay_steps(
     log: dict[str, Any],
     taxonomy: str = DEFAULT_TAXONOMY,
     priority: tuple[str, ...] | None = None,
     limits: EpisodeLimits | None = None,
-) -> EpisodeResult:
-    """Play the logged actions in an eval-mode episode and finish it; actions after the end are ignored."""
+    cut: str | None = None,
+) -> Replayed:
+    """Play the logged actions in an eval-mode episode and finish it. A `cut` (one of `CUTS`: the limit of
+    the player's context that ended the episode, as `seal eval` records it) truncates an unfinished episode
+    before it is scored, as the store does; `"none"` is no cut."""
+    if cut is not None and cut not in CUTS:
+        raise ValueError(f"cut must be one of {', '.join(CUTS)}, not {cut!r:.40}")
     episode = Episode(
         log["task_id"],
         mode="eval",
@@ -76,9 +96,22 @@ def replay(
         priority=priority,
         limits=limits,
     )
-    episode.reset()
+    opening = episode.reset()
+    steps = []
     for action in log["actions"]:
         if episode.done:
             break
-        episode.step(action)
-    return episode.finish()
+        steps.append(episode.step(action))
+    if cut not in (None, CUTS[0]) and not episode.done:
+        episode.truncate(cut)
+    return Replayed(opening, steps, episode.finish(), len(log["actions"]) - len(steps))
+
+
+def replay(
+    log: dict[str, Any],
+    taxonomy: str = DEFAULT_TAXONOMY,
+    priority: tuple[str, ...] | None = None,
+    limits: EpisodeLimits | None = None,
+) -> EpisodeResult:
+    """Play the logged actions in an eval-mode episode and finish it; actions after the end are ignored."""
+    return replay_steps(log, taxonomy, priority, limits).result

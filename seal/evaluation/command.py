@@ -352,4 +352,5 @@ def run_eval_command(args: argparse.Namespace) -> int:
     )
     for note in _notes(request, report):
         print(note)
+    print(f"episodes turn by turn (an offline HTML page): seal view {request.out}")
     return 1 if report.ran and report.failed == report.ran else 0

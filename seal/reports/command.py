@@ -11,7 +11,8 @@ checkpoints (Avg is their mean, as in the paper), written with curves and label 
 and SEAL's numbers per training step from the metrics files, two runs side by side (`seal.reports.steps`;
 `scripts/step_table.py` is the same view). With --ood NAME=DIR: models' `seal eval --suite` folders side by
 side in the shape of the paper's Table 2 (`seal.reports.table2`; --out also writes table2.md and
-table2.json). Exit status: 0 done, 1 a folder cannot be read, 2 bad arguments.
+table2.json). The pass-rate report ends with the `seal view` command that shows the runs' episodes turn by
+turn. Exit status: 0 done, 1 a folder cannot be read, 2 bad arguments.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ Reads the run folder the trainer and the launcher write (experiments/<name>/):
 Prints val pass rates per category for every step and test for the best-val and the last checkpoint, with
 their mean as the paper's "Avg" (in %), and writes into --out: pass_rates.csv, val_curves.png (one curve
 per category and Avg), label_shares.csv and label_shares.png (the share of each label among the training
-batch's ground-truth turns at every step, from the step-to-step growth of C_t's running total).
+batch's ground-truth turns at every step, from the step-to-step growth of C_t's running total). It ends
+with the `seal view RUN` command that shows the run's validation and test episodes turn by turn.
 
 --sft FOLDER [FOLDER ...] adds models evaluated on their own beside the run (an SFT model, the base model
 before it): each FOLDER is the run folder of a validation-only launch, its last `validation/{step}.jsonl`
@@ -74,10 +75,16 @@ def split_of(task_id: object) -> str:
 
 
 def dump_rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of one `{step}.jsonl` dump, each checked: a JSON object with a task id (`task_id` or
-    `gts`), a finite numeric score, and the only row of its task. Anything else is a `JsonLinesError`
-    naming the file and line, never a row miscounted (a NaN score as a failure, a repeated row twice)."""
-    rows: list[dict[str, Any]] = []
+    """The rows of one `{step}.jsonl` dump, each checked (`dump_lines`)."""
+    return [row for _, row in dump_lines(path)]
+
+
+def dump_lines(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """`("FILE:LINE", row)` for the rows of one `{step}.jsonl` dump, each checked: a JSON object with a task
+    id (`task_id` or `gts`), a finite numeric score, and the only row of its task. Anything else is a
+    `JsonLinesError` naming the file and line, never a row miscounted (a NaN score as a failure, a repeated
+    row twice)."""
+    rows: list[tuple[str, dict[str, Any]]] = []
     first_line: dict[str, str] = {}
     for where, row in json_objects(path):
         task_id, score = row.get("task_id") or row.get("gts"), row.get("score")
@@ -91,7 +98,7 @@ def dump_rows(path: Path) -> list[dict[str, Any]]:
                 "a dump holds one row per task"
             )
         first_line[task_id] = where
-        rows.append(row)
+        rows.append((where, row))
     return rows
 
 
@@ -331,6 +338,7 @@ def report(run: Path, out: Path, beside: Sequence[Path] = ()) -> list[dict[str, 
     else:
         print(f"no {STEPS_FILE} in {run}: no label-share chart (the run has not trained a step yet)")
     print(f"wrote {out}")
+    print(f"episodes turn by turn (an offline HTML page): seal view {run}")
     return rows
 
 

@@ -14,7 +14,7 @@ from seal.trainer.experiment import PROJECT_ROOT
 from tests.snapshots.snapshot import check
 
 SCRIPTS = {"launcher": ["launcher.py"], "env_service": ["-m", "env_service"]}
-SEAL_COMMANDS = ("serve", "eval", "replay", "diagnose", "data")
+SEAL_COMMANDS = ("serve", "eval", "replay", "diagnose", "data", "view")
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
