@@ -4,6 +4,8 @@
 #   bash install.sh --gpu   GPU node:    verl[vllm] 0.9.1 (torch 2.11, vLLM 0.24), bfcl-eval, SEAL
 #   bash install.sh --ood   also the extras of `seal eval`'s out-of-distribution suites (BFCL V4 memory's
 #                           backends and MiniLM weights, tau2-bench): requirements-ood.txt, scripts/ood_extras.py
+#   bash install.sh --dev   everything the test suite needs: --ood, and the docs tooling (requirements-docs.txt:
+#                           MkDocs and Material, which tests/docs build the site with)
 # torch's CPU build comes from the PyTorch CPU index (https://download.pytorch.org/whl/cpu) when it answers
 # within 5 s; an installed torch 2.13 is kept; otherwise torch 2.13.0 comes from PyPI, which on Linux is
 # the CUDA build (with its nvidia wheels, several GB), and the script says so.
@@ -15,14 +17,16 @@ python="${PYTHON:-python}"
 command -v "$python" >/dev/null 2>&1 || python=python3
 gpu=0
 ood=0
+dev=0
 torch_release=2.13.0
 torch_cpu_index=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 for arg in "$@"; do
   case "$arg" in
     --gpu) gpu=1 ;;
     --ood) ood=1 ;;
+    --dev) dev=1; ood=1 ;;
     -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
-    *) echo "install.sh: unknown option '$arg' (use --gpu, --ood or nothing)" >&2; exit 2 ;;
+    *) echo "install.sh: unknown option '$arg' (use --gpu, --ood, --dev or nothing)" >&2; exit 2 ;;
   esac
 done
 
@@ -69,6 +73,10 @@ pip_install --no-deps -e "$here"
 if [ "$ood" = 1 ]; then
   step "the out-of-distribution suites' extras (BFCL V4 memory backends and MiniLM weights, tau2-bench)"
   "$python" "$here/scripts/ood_extras.py" || fail "could not install the OOD extras (see above)"
+fi
+if [ "$dev" = 1 ]; then
+  step "the docs tooling (MkDocs and Material: the site the tests build)"
+  pip_install -r "$here/requirements-docs.txt"
 fi
 
 step "checking the environment"
