@@ -15,6 +15,7 @@ import argparse
 import ast
 import dataclasses
 import inspect
+import itertools
 import json
 import os
 import sys
@@ -92,11 +93,14 @@ def cli_page() -> str:
     sections = [
         "# The `seal` commands",
         "",
-        "Every option of every `seal` command, from the parsers themselves. `python launcher.py` takes the options "
-        "of `seal train`, `python -m env_service` those of `seal serve`; `seal eval --suite NAME` takes the "
-        "options of its suite.",
+        "Every option of every `seal` command, from the parsers themselves. `python launcher.py` takes the "
+        "options of `seal train`, `python -m env_service` those of `seal serve`; `seal eval --suite NAME` "
+        "takes the options of its suite.",
         "",
-        table(("command", "what it does"), [(f"[`seal {name}`](#seal-{name})", help) for name, help in COMMANDS.items()]),
+        table(
+            ("command", "what it does"),
+            [(f"[`seal {name}`](#seal-{name})", help) for name, help in COMMANDS.items()],
+        ),
     ]
     for name in COMMANDS:
         if name == "eval":
@@ -120,7 +124,7 @@ def attribute_docs(cls: type) -> dict[str, str]:
             continue
         tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
         body = tree.body[0].body  # type: ignore[attr-defined]
-        for node, after in zip(body, body[1:], strict=False):
+        for node, after in itertools.pairwise(body):
             is_doc = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
             if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and is_doc:
                 docs[node.target.id] = inspect.cleandoc(after.value.value)  # type: ignore[attr-defined]
@@ -167,7 +171,11 @@ def setting_rows(cls: type, prefix: str, *, flags: bool) -> Iterator[tuple[str, 
         meaning = help_text or docs.get(field.name)
         if not meaning:
             raise ValueError(f"{cls.__name__}.{field.name} has no docstring: document the setting")
-        name = field.metadata.get("flag") or "--" + field.name.replace("_", "-") if flags else prefix + field.name
+        name = (
+            field.metadata.get("flag") or "--" + field.name.replace("_", "-")
+            if flags
+            else prefix + field.name
+        )
         yield (f"`{name}`", type_name(hint), shown(default_of(field)), meaning)
 
 
@@ -272,7 +280,11 @@ def experiment_section(path: Path) -> str:
     keys = [(key, node) for key, node in _leaves(root) if key != "defaults"]
     (defaults,) = [value for key, value in root.value if key.value == "defaults"]
     parent = next(item.value for item in defaults.value if item.value != "_self_")
-    source = f"`exp/{parent}.yaml`" if (path.parent / f"{parent}.yaml").exists() else f"`seal/config/{parent}.yaml`"
+    source = (
+        f"`exp/{parent}.yaml`"
+        if (path.parent / f"{parent}.yaml").exists()
+        else f"`seal/config/{parent}.yaml`"
+    )
     rows = [(f"`{key}`", f"`{_value(node)}`", _comment(lines, node)) for key, node in keys]
     return "\n".join(
         [
@@ -292,8 +304,8 @@ def experiments_page() -> str:
         "# Experiments",
         "",
         "Each `exp/*.yaml` composes a parent (another experiment, or SEAL's base config on verl's "
-        "`ppo_trainer` / `sft_trainer`) and sets only the keys below; its header says what it is for. Launch one "
-        "with `python launcher.py --conf exp/NAME.yaml` ([training](../guides/training.md)).",
+        "`ppo_trainer` / `sft_trainer`) and sets only the keys below; its header says what it is for. Launch "
+        "one with `python launcher.py --conf exp/NAME.yaml` ([training](../guides/training.md)).",
     ]
     for path in sorted((ROOT / "exp").glob("*.yaml")):
         sections += ["", experiment_section(path)]
@@ -352,7 +364,9 @@ def service_api_page() -> str:
                     for p in params
                 ]
                 lines += [table(("parameter", "in", "type", "meaning"), rows), ""]
-            body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            body = (
+                operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            )
             if body:
                 lines += ["Body:", "", fields_table(body) if "$ref" not in body else schema_type(body), ""]
             rows = []
@@ -398,11 +412,11 @@ def metrics_page() -> str:
         [
             "# Metrics",
             "",
-            "Every metric SEAL adds to verl's per-step metrics (the file logger's `metrics/<launch>.jsonl`, or your "
-            "tracker), from the `METRICS` table beside the code that logs it. `{label}` is a diagnosis label, "
-            "`{category}` a BFCL category, `{cut}` what ended a trajectory, `{scope}` `window` or `total`, `{name}` "
-            "a guideline. `seal report RUN --steps` prints the ones that say whether a run learns "
-            "([reading results](../guides/results.md)).",
+            "Every metric SEAL adds to verl's per-step metrics (the file logger's `metrics/<launch>.jsonl`, "
+            "or your tracker), from the `METRICS` table beside the code that logs it. `{label}` is a "
+            "diagnosis label, `{category}` a BFCL category, `{cut}` what ended a trajectory, `{scope}` "
+            "`window` or `total`, `{name}` a guideline. `seal report RUN --steps` prints the ones that say "
+            "whether a run learns ([reading results](../guides/results.md)).",
             "",
             table(("metric", "meaning", "logged by"), rows),
         ]
@@ -429,15 +443,23 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a page differs")
-    parser.add_argument("--out", type=Path, default=REFERENCE, help="folder of the pages (default: docs/reference)")
+    parser.add_argument(
+        "--out", type=Path, default=REFERENCE, help="folder of the pages (default: docs/reference)"
+    )
     args = parser.parse_args(argv)
     pages = render()
     if args.check:
-        stale = [name for name, text in pages.items() if not (args.out / name).is_file() or (args.out / name).read_text(encoding="utf-8") != text]
+        stale = [
+            name
+            for name, text in pages.items()
+            if not (args.out / name).is_file() or (args.out / name).read_text(encoding="utf-8") != text
+        ]
         for name in stale:
             print(f"make_docs_reference: {args.out / name} differs from the code", file=sys.stderr)
         if stale:
-            print("make_docs_reference: run `python scripts/make_docs_reference.py` and commit", file=sys.stderr)
+            print(
+                "make_docs_reference: run `python scripts/make_docs_reference.py` and commit", file=sys.stderr
+            )
         return 1 if stale else 0
     args.out.mkdir(parents=True, exist_ok=True)
     for name, text in pages.items():

@@ -20,7 +20,8 @@ METRICS = {
     "or in total",
     "seal/profile/{scope}/count/{label}": "occurrences of the label in C_t's scope",
     "seal/profile/{scope}/prevalence/{label}": "the label's share of the scope's weighable labels",
-    "seal/profile/{scope}/mean_reward/{label}": "mean reward of the trajectories behind the label's occurrences",
+    "seal/profile/{scope}/mean_reward/{label}": "mean reward of the trajectories behind the label's "
+    "occurrences",
 }
 """Every metric `FailureProfile.metrics` logs (the trainer's prefix `seal/profile`), with its meaning: the
 source of docs/reference/metrics.md."""

@@ -28,8 +28,8 @@ STATE_VERSION = 1
 PREFIX = "seal"
 METRICS = {
     "seal/reward/mean": "mean reward of the step's healthy trajectories (the train pass rate)",
-    "seal/groups/mixed_share": "share of GRPO groups whose rewards are not all equal: the groups that carry an "
-    "advantage",
+    "seal/groups/mixed_share": "share of GRPO groups whose rewards are not all equal: the groups that "
+    "carry an advantage",
     "seal/label_share/{label}": "the label's share of the batch's weighable ground-truth-turn labels",
     "seal/pass_rate/{category}": "share of the category's trajectories that pass",
     "seal/pass_rate/mean": "mean of the per-category pass rates (the paper's Avg, on the train batch)",
