@@ -1,5 +1,5 @@
-"""docs/reference/ is what scripts/make_docs_reference.py writes from the code: a flag, setting or metric added
-without regenerating the committed pages fails here."""
+"""docs/reference/ is what scripts/make_docs_reference.py writes from the code: a flag, setting or metric
+added without regenerating the committed pages fails here."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_a_new_setting_is_rendered_and_an_undocumented_one_is_refused():
 
     rendered = "\n".join(make.settings_tables(Documented, "x.", "x"))
     assert "| `x.window` | int | `3` | How far to look. |" in rendered
-    with pytest.raises(ValueError, match="Undocumented.window has no docstring"):
+    with pytest.raises(ValueError, match=r"Undocumented\.window has no docstring"):
         make.settings_tables(Undocumented, "x.", "x")
 
 
