@@ -1,7 +1,7 @@
 """The docs' shell blocks cannot lie: every ```bash block of README.md and docs/ parses (`bash -n`), names
-only repository files that exist and gives `seal`, `launcher.py`, `python -m env_service` and the Python scripts
-only flags their parsers take; a block marked `<!-- runnable -->` runs on a CPU, in a temporary copy of the
-repository, and exits 0 (`<!-- gpu -->` marks a block that needs a GPU node: checked, not run)."""
+only repository files that exist and gives `seal`, `launcher.py`, `python -m env_service` and the Python
+scripts only flags their parsers take; a block marked `<!-- runnable -->` runs on a CPU, in a temporary copy
+of the repository, and exits 0 (`<!-- gpu -->` marks a block that needs a GPU node: checked, not run)."""
 
 from __future__ import annotations
 
@@ -216,7 +216,11 @@ def sandbox(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     return copy, env
 
 
-@pytest.mark.parametrize("block", [b for b in BLOCKS if b.marker == RUNNABLE], ids=str)
+RUNNABLE_BLOCKS = list({b.text: b for b in reversed(BLOCKS) if b.marker == RUNNABLE}.values())[::-1]
+"""Each runnable block once: a page may repeat another's (the README's tour is the quickstart's)."""
+
+
+@pytest.mark.parametrize("block", RUNNABLE_BLOCKS, ids=str)
 def test_a_runnable_block_runs_on_a_cpu(block: Block, sandbox):
     copy, env = sandbox
     started = time.monotonic()
