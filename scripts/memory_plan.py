@@ -39,7 +39,8 @@ class Scenario:
     placement: Placement
     what: str
     measured: str = ""
-    """What a run of this scenario showed (scripts/gpu_backbone_runs.sh; docs/guides/gpu.md), or nothing: not run."""
+    """What a run of this scenario showed (scripts/gpu_backbone_runs.sh; docs/results/measurements.md), or
+    nothing: not run."""
 
 
 SCENARIOS = [
