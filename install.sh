@@ -4,8 +4,10 @@
 #   bash install.sh --gpu   GPU node:    verl[vllm] 0.9.1 (torch 2.11, vLLM 0.24), bfcl-eval, SEAL
 #   bash install.sh --ood   also the extras of `seal eval`'s out-of-distribution suites (BFCL V4 memory's
 #                           backends and MiniLM weights, tau2-bench): requirements-ood.txt, scripts/ood_extras.py
-#   bash install.sh --dev   also everything the test suite needs: headless Chromium (Debian's chromium package,
-#                           apt-get when run as root) and playwright, which drives it (no browser download)
+#   bash install.sh --dev   everything the test suite needs: --ood, the docs tooling (requirements-docs.txt:
+#                           MkDocs and Material, which tests/docs build the site with), headless Chromium
+#                           (Debian's chromium package, apt-get when run as root) and playwright, which drives it
+#                           (no browser download)
 # torch's CPU build comes from the PyTorch CPU index (https://download.pytorch.org/whl/cpu) when it answers
 # within 5 s; an installed torch 2.13 is kept; otherwise torch 2.13.0 comes from PyPI, which on Linux is
 # the CUDA build (with its nvidia wheels, several GB), and the script says so.
@@ -24,7 +26,7 @@ for arg in "$@"; do
   case "$arg" in
     --gpu) gpu=1 ;;
     --ood) ood=1 ;;
-    --dev) dev=1 ;;
+    --dev) dev=1; ood=1 ;;
     -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; exit 0 ;;
     *) echo "install.sh: unknown option '$arg' (use --gpu, --ood, --dev or nothing)" >&2; exit 2 ;;
   esac
@@ -75,6 +77,8 @@ if [ "$ood" = 1 ]; then
   "$python" "$here/scripts/ood_extras.py" || fail "could not install the OOD extras (see above)"
 fi
 if [ "$dev" = 1 ]; then
+  step "the docs tooling (MkDocs and Material: the site the tests build)"
+  pip_install -r "$here/requirements-docs.txt"
   step "the test suite's browser: Debian's chromium (seal view's page is tested in it) and playwright 1.65.2"
   if ! command -v chromium >/dev/null 2>&1; then
     [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \

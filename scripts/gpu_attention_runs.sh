@@ -2,7 +2,7 @@
 # The measured runs of packed attention on one GPU, one after another, each in its own run folder, then their
 # step tables side by side (scripts/step_table.py: each phase's median over the steps after the first).
 #   bash scripts/gpu_attention_runs.sh MODEL_DIR [RUN ...]
-# RUN (default: check smoke-sdpa smoke-auto paper-dynamic paper-mb1-eager, what the README's numbers come from):
+# RUN (default: check smoke-sdpa smoke-auto paper-dynamic paper-mb1-eager, what docs/results/measurements.md's numbers come from):
 #   check          scripts/attention_check.py: one BFCL batch, torch_varlen packed against sdpa padded
 #                                                                                 -> experiments/attention_check.log
 #   smoke-sdpa     exp/smoke_gpu.yaml with seal.attention=sdpa (every micro-batch padded)

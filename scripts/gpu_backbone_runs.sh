@@ -25,7 +25,7 @@
 #                   FSDP2 (on FSDP1 verl syncs no adapter tensor: seal/trainer/launch/engine_limits.py), so
 #                   attention is sdpa (the fused kernels torch_varlen needs fail on FSDP2); responses shaped as
 #                   3b-shaped's (the step holds the tokens a trained model's does). Measured on an H200: one step
-#                   in 582 s, peak GPU 87.5 GiB, node 113.2 GiB (README, "What fits where")
+#                   in 582 s, peak GPU 87.5 GiB, node 113.2 GiB (docs/guides/gpu.md, "What fits where")
 #   8b-lora         the same on $MODELS/toolace-2-8b with its python_list protocol and a 9,216-token prompt budget
 #                   (measured on an H200: one step in 752 s, peak GPU 88.0 GiB, node 83.1 GiB)
 #   7b-full         exp/SEAL.yaml on one H200, full fine-tuning: param offload, bf16 reference, vLLM 0.4,

@@ -2,7 +2,7 @@
 
     python scripts/memory_plan.py                     # every scenario, one line each
     python scripts/memory_plan.py --parts 3b-1gpu     # one scenario, term by term
-    python scripts/memory_plan.py --markdown          # the table of the README's GPU section
+    python scripts/memory_plan.py --markdown          # the table of docs/guides/gpu.md
 
 Each scenario is a launch this repository ships or measures (exp/*.yaml, scripts/gpu_backbone_runs.sh): GPU
 memory in its three phases (start-up, where vLLM takes its share beside the actor's weights; the actor update,
@@ -39,7 +39,8 @@ class Scenario:
     placement: Placement
     what: str
     measured: str = ""
-    """What a run of this scenario showed (scripts/gpu_backbone_runs.sh; README), or nothing: not run."""
+    """What a run of this scenario showed (scripts/gpu_backbone_runs.sh; docs/results/measurements.md), or
+    nothing: not run."""
 
 
 SCENARIOS = [

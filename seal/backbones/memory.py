@@ -21,7 +21,7 @@ reference model):
   unsharded model, adapters included, to the host in the actor's dtype on every GPU; with `safetensors` vLLM
   reads the base from disk and only the adapters are synced (engine_workers.py: `base_sync_done`).
 Activations follow the micro-batch's tokens with gradient checkpointing (layer inputs, one layer recomputed).
-scripts/memory_plan.py prints the table; the README's GPU section sets it beside what was measured.
+scripts/memory_plan.py prints the table; docs/guides/gpu.md sets it beside what was measured.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Several training runs side by side, grouped by arm across seeds: does one arm learn more than the other?
 
-A run is a folder `experiments/<name>/` as the trainer and the launcher leave it (README, "Reading a run"):
+A run is a folder `experiments/<name>/` as the trainer and the launcher leave it (docs/guides/results.md):
 `metrics/*.jsonl` (verl's file logger, one file per launch), `validation/{step}.jsonl` (the greedy val passes)
 and the launch records `launcher_record/<name>/<UTC time>/` beside `experiments/` (`config.yaml`, the resolved
 config; `record.json`, the command). The arm and the seed come from the recorded config, never from the folder

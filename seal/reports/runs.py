@@ -17,7 +17,7 @@ with the `seal view RUN` command that shows the run's validation and test episod
 --sft FOLDER [FOLDER ...] adds models evaluated on their own beside the run (an SFT model, the base model
 before it): each FOLDER is the run folder of a validation-only launch, its last `validation/{step}.jsonl`
 dump scored per split (train, val, test: the rows' `split`), shown with the folder's name as checkpoint.
-One pass can hold several splits (README, "SFT warm start"):
+One pass can hold several splits (docs/guides/training.md, "SFT warm start"):
     python launcher.py --conf exp/smoke_gpu.yaml -- actor_rollout_ref.model.path=SFT_MODEL_DIR \
         trainer.val_only=true trainer.experiment_name=sft_eval data.val_max_samples=-1 \
         'data.val_files=[data/bfcl_val.parquet,data/bfcl_test.parquet]'

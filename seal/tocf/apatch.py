@@ -17,6 +17,15 @@ from seal.tocf.profile import FailureProfile
 
 APPLY_TO = ("all", "positive_advantage", "negative_advantage")
 METRIC_PREFIX = "seal/apatch"
+METRICS = {
+    "seal/apatch/missing_label_count": "trajectories without labels (factor 1)",
+    "seal/apatch/label_frac/{label}": "the label's share of all label occurrences in the batch",
+    "seal/apatch/label_weight/{label}": "ρ of the label used for this step's weights",
+    "seal/apatch/mean_scale": "mean A-Patch factor after `apply_to` (1 during warm-up)",
+    "seal/apatch/scaled_count": "trajectories whose factor is not 1",
+    "seal/apatch/warmup_skipped": "1 while `warmup_steps` keeps every factor at 1",
+}
+"""Every metric `apatch_factors` returns, with its meaning: the source of docs/reference/metrics.md."""
 STATE_VERSION = 1
 
 

@@ -15,6 +15,16 @@ from seal.tocf.labels import EXCLUDED
 
 VERSION = 1
 SCOPES = ("window", "total")
+METRICS = {
+    "seal/profile/{scope}/trajectories": "trajectories C_t has counted: in the window (since its last reset) "
+    "or in total",
+    "seal/profile/{scope}/count/{label}": "occurrences of the label in C_t's scope",
+    "seal/profile/{scope}/prevalence/{label}": "the label's share of the scope's weighable labels",
+    "seal/profile/{scope}/mean_reward/{label}": "mean reward of the trajectories behind the label's "
+    "occurrences",
+}
+"""Every metric `FailureProfile.metrics` logs (the trainer's prefix `seal/profile`), with its meaning: the
+source of docs/reference/metrics.md."""
 _STATS_KEYS = frozenset({"trajectories", "labels", "reward_sum", "by_category"})
 MAX_EXACT = 2**53
 """Counts and sums beyond this are not exact in JSON (IEEE doubles); no real profile comes near it."""

@@ -1,4 +1,4 @@
-"""examples/ is what scripts/make_examples.py builds, and the commands the README gives for it work."""
+"""examples/ is what scripts/make_examples.py builds, and the commands the docs give for it work."""
 
 from __future__ import annotations
 

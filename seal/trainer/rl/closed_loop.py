@@ -26,6 +26,34 @@ from seal.trainer.settings import SealSettings
 
 STATE_VERSION = 1
 PREFIX = "seal"
+METRICS = {
+    "seal/reward/mean": "mean reward of the step's healthy trajectories (the train pass rate)",
+    "seal/groups/mixed_share": "share of GRPO groups whose rewards are not all equal: the groups that "
+    "carry an advantage",
+    "seal/label_share/{label}": "the label's share of the batch's weighable ground-truth-turn labels",
+    "seal/pass_rate/{category}": "share of the category's trajectories that pass",
+    "seal/pass_rate/mean": "mean of the per-category pass rates (the paper's Avg, on the train batch)",
+    "seal/env_error_count": "trajectories whose environment failed (`env_error`; they train nothing)",
+    "seal/truncated_share": "share of trajectories a limit cut before the episode was done",
+    "seal/cut_share/{cut}": "share of trajectories ended by this cut: none, context, calls or generation",
+    "seal/trained_cut_share": "share of trajectories whose response ran past `max_response_length` (the rest "
+    "was played and scored, not trained)",
+    "seal/trained_tokens/mean": "mean sampled tokens a trajectory's update trains on",
+    "seal/response_tokens/mean": "mean response tokens of a trajectory (sampled and environment tokens)",
+    "seal/env_seconds/mean": "mean seconds a trajectory spent in the environment",
+    "seal/env_seconds/max": "longest time a trajectory spent in the environment (s)",
+    "seal/gen_seconds/mean": "mean seconds a trajectory spent generating",
+    "seal/gen_seconds/max": "longest time a trajectory spent generating (s)",
+    "seal/apatch/scale_mean": "mean factor the step's advantages were multiplied by (1 where A-Patch is off "
+    "or an advantage is 0)",
+    "seal/apatch/scale_min": "smallest advantage factor of the step",
+    "seal/apatch/scale_max": "largest advantage factor of the step",
+    "seal/rho/{label}": "the label's current A-Patch weight ρ after this step's update",
+    "seal/interface/version": "version of the interface Ω the service holds after the step",
+    "seal/interface/active_cues": "behavioural guidelines in Ω's system prompt",
+    "seal/interface/cue/{name}": "1 for each guideline Ω holds",
+}
+"""Every metric `ClosedLoop.step` logs, with its meaning: the source of docs/reference/metrics.md."""
 
 
 @dataclass(frozen=True)

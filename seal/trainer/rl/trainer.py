@@ -48,6 +48,18 @@ logger = logging.getLogger(__name__)
 
 STATE_FILE = "seal_state.json"
 REPLAY_POLL_S = 0.1  # how often the trainer asks TransferQueue whether the step's episodes are all in
+METRICS = {
+    "seal/interface/evolve_failed": "1 when sending C_t to the environment service (Evolve) failed this step",
+    "timing_s/seal_apatch": "seconds the step spent on the closed loop (C_t, ρ, A-Patch factors) and "
+    "rewriting the advantages",
+    "timing_s/seal_evolve": "seconds the step spent on Evolve",
+    "val-core/seal/pass_rate_mean": "validation pass rate, the mean of the four categories (the paper's "
+    "Avg); a task without a row counts as failed",
+    "val-aux/seal/pass_rate/{category}": "validation pass rate of the category",
+    "val-aux/seal/missing_rows": "validation tasks that came back without a row (counted as failed)",
+}
+"""Every metric the trainer logs itself, beside `ClosedLoop`'s, with its meaning: the source of
+docs/reference/metrics.md."""
 
 
 class SealPPOTrainer(PPOTrainerSync):
