@@ -46,7 +46,7 @@ from env_service.models import (
     request_body,
 )
 from seal.env import wire
-from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, is_loopback, token_from_environment
+from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, ip_literal, is_loopback, token_from_environment
 from seal.env.context_limits import CUTS
 from seal.env.store import EpisodeStore, StoreError, StoreSettings, one_line
 from seal.flags import setting
@@ -87,6 +87,12 @@ class ServiceSettings:
             raise ValueError(f"port must be 0 to 65535, got {self.port}")
         if self.log_level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {self.log_level!r} (expected {', '.join(LOG_LEVELS)})")
+        mapped = getattr(ip_literal(self.host), "ipv4_mapped", None)
+        if mapped is not None:
+            raise ValueError(
+                f"--host {self.host} is an IPv4-mapped IPv6 address, which the service's IPv6-only socket "
+                f"cannot listen on: write it --host {mapped}"
+            )
         self.required_token()
 
     def required_token(self) -> str | None:
@@ -242,12 +248,14 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     @app.put(
         "/interface/state",
         response_model=InterfaceOut,
-        responses=_errors(413, 422),
+        responses=_errors(409, 413, 422),
         openapi_extra=request_body(InterfaceState),
         tags=["interface"],
     )
     async def put_interface(request: Request) -> JSONResponse:
-        """Serve exactly this Ω (a resumed run's): refused with 422 unless it renders as it says."""
+        """Serve exactly this Ω (a resumed run's). 422: not the schema's; 409: a well-formed Ω this service
+        cannot serve (another config than its own, guidelines the config does not allow, or a text other
+        than the one they render)."""
         body = parse_body(InterfaceState, await request.body())
         return FastJSONResponse(store.put_interface(body.model_dump()))
 
@@ -314,24 +322,28 @@ def configure_logging(level: str = "info") -> None:
 
 
 def check_bindable(host: str, port: int) -> None:
-    """Bind `host:port` as uvicorn will (address reuse on) and let go: a busy port is refused in one line
-    before the tasks load, where uvicorn would fail only after announcing a start-up that never ends."""
+    """Bind `host:port` as uvicorn will and let go: a busy port or an address this node cannot listen on is
+    refused in one line before the tasks load, where uvicorn would fail only after announcing a start-up
+    that never ends. Like uvicorn's server (asyncio's `create_server`), every address `host` resolves to is
+    bound, with address reuse on and IPv6 sockets IPv6-only."""
     if port == 0:
         return
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
         raise BindError(f"cannot listen on host {host!r}: {exc.strerror}") from None
-    with socket.socket(family, kind, proto) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(address)
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise BindError(f"port {port} on {host} is in use; choose another with --port") from None
-            raise BindError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    with contextlib.ExitStack() as held:
+        for family, kind, proto, _, address in dict.fromkeys(addresses):
+            sock = held.enter_context(socket.socket(family, kind, proto))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise BindError(f"port {port} on {host} is in use; choose another with --port") from None
+                raise BindError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 def serve(settings: ServiceSettings | None = None) -> None:
