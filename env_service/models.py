@@ -12,11 +12,11 @@ from pydantic import AliasChoices, BaseModel, Field, ValidationError
 
 from seal.env.episode import EpisodeResult
 from seal.env.interface_record import InterfaceRecord
+from seal.env.profile_record import ProfileJson
 from seal.env.store import MAX_TASK_ID_CHARS, BadRequest
 from seal.protocol import PROTOCOLS
 from seal.records import CLOSED as _CLOSED
 from seal.records import Count, describe
-from seal.tocf.profile_record import ProfileJson
 
 ProtocolName = Literal[tuple(sorted(PROTOCOLS))]  # type: ignore[valid-type]
 M = TypeVar("M", bound=BaseModel)

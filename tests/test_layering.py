@@ -62,24 +62,13 @@ def test_bfcl_imports_nothing_else_of_the_project():
     assert found == []
 
 
-LEAVES = ("seal.bfcl.checks", "seal.records")
-"""What seal.tocf may read from below: the verifier's record and the strict-record basics."""
-
-
 def test_tocf_reads_only_the_verifier_record_from_below():
     found = violations(
         modules_under("seal/tocf"),
         lambda _, name: (
-            within(name, "seal")
-            and not within(name, "seal.tocf")
-            and not any(within(name, leaf) for leaf in LEAVES)
+            within(name, "seal") and not within(name, "seal.tocf") and not within(name, "seal.bfcl.checks")
         ),
     )
-    assert found == []
-
-
-def test_the_strict_record_basics_import_nothing_of_the_project():
-    found = violations([ROOT / "seal" / "records.py"], lambda _, name: within(name, "seal"))
     assert found == []
 
 

@@ -15,8 +15,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, Field
 
 from seal.env.interface import GUIDELINES
+from seal.env.profile_record import ProfileJson
 from seal.records import CLOSED, Count
-from seal.tocf.profile_record import ProfileJson
 
 GuidelineName = Literal[tuple(GUIDELINES)]  # type: ignore[valid-type]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]

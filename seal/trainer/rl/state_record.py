@@ -15,9 +15,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from seal.env.interface_record import SavedInterface
+from seal.env.profile_record import ProfileJson
 from seal.records import CLOSED, Count, Label, describe
 from seal.tocf.apatch import STATE_VERSION as APATCH_VERSION
-from seal.tocf.profile_record import ProfileJson
 
 STATE_VERSION = 1
 Weight = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
