@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import errno
+import functools
 import gc
 import json
 import logging
@@ -26,6 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from env_service.head_timeout import BoundedHead
 from env_service.lanes import HeavyLane
 from env_service.metrics import ServiceMetrics
 from env_service.middleware import ACCESS_LOG, AccessMiddleware, BodyLimitMiddleware, TokenMiddleware
@@ -59,10 +61,12 @@ PROFILE_BODY = (
 )
 """What `PUT /interface/profile` takes, said in its refusals (the label shares of `finish` are not it)."""
 KEEP_ALIVE_S = 75
-Cut = Literal[CUTS[1:]]  # type: ignore[valid-type]
-"""`finish`'s `cut`: the limits of a player that can end an unfinished episode (seal.env.driver)."""
 """Longer than clients keep idle connections (httpx: 5 s), so the client, not the server, closes them:
 a request sent on a connection the server is closing at that moment fails, and cannot be retried."""
+SPARE_CONNECTIONS = 64
+"""Connections the default cap allows beyond the open-episode limit: health checks, Ω, a client's spares."""
+Cut = Literal[CUTS[1:]]  # type: ignore[valid-type]
+"""`finish`'s `cut`: the limits of a player that can end an unfinished episode (seal.env.driver)."""
 
 
 @dataclass(frozen=True)
@@ -77,12 +81,26 @@ class ServiceSettings:
     port: int = setting(8082, "TCP port")
     log_level: str = setting("info", "service log level (JSON lines on stderr)", choices=LOG_LEVELS)
     max_body_bytes: int = setting(1 << 20, "request body limit (413 beyond it)")
+    read_timeout_s: float = setting(
+        30.0,
+        "seconds a request's head may take to arrive, and then its body (408 and the connection closed "
+        "beyond either)",
+        flag="--read-timeout",
+    )
+    max_connections: int = setting(
+        0,
+        "connections served at once: a request on one more is answered 503 and its connection closed, so "
+        "unfinished requests hold at most this many bodies "
+        f"(0: the open-episode limit + {SPARE_CONNECTIONS})",
+    )
     reap_interval_s: float = setting(30.0, "seconds between idle-episode sweeps", flag="--reap-interval")
     store: StoreSettings = field(default_factory=StoreSettings)
 
     def __post_init__(self) -> None:
-        if self.max_body_bytes < 1 or not self.reap_interval_s > 0:
-            raise ValueError("max_body_bytes and reap_interval_s must be positive")
+        if self.max_body_bytes < 1 or self.max_connections < 0:
+            raise ValueError("max_body_bytes must be positive and max_connections not negative")
+        if not self.reap_interval_s > 0 or not self.read_timeout_s > 0:
+            raise ValueError("reap_interval_s and read_timeout_s must be positive")
         if not 0 <= self.port < 1 << 16:
             raise ValueError(f"port must be 0 to 65535, got {self.port}")
         if self.log_level not in LOG_LEVELS:
@@ -94,6 +112,12 @@ class ServiceSettings:
                 f"cannot listen on: write it --host {mapped}"
             )
         self.required_token()
+
+    @property
+    def connection_limit(self) -> int:
+        """`max_connections`, or by default room for a request on every open episode and the rest (health,
+        Ω): a client never needs more connections than episodes it is stepping at once."""
+        return self.max_connections or self.store.max_episodes + SPARE_CONNECTIONS
 
     def required_token(self) -> str | None:
         """The token every request must carry: none on loopback; beyond it `$SEAL_ENV_TOKEN`, whose
@@ -279,7 +303,7 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     async def prometheus() -> Response:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, timeout=settings.read_timeout_s)
     token = settings.required_token()
     if token is not None:
         app.add_middleware(TokenMiddleware, token=token)
@@ -356,13 +380,22 @@ def serve(settings: ServiceSettings | None = None) -> None:
     # every full garbage collection from walking them (a 75 ms pause, seen in the latency tail).
     gc.freeze()
     LOG.info("serving %d tasks on http://%s:%d", app.state.store.task_count, settings.host, settings.port)
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        timeout_keep_alive=KEEP_ALIVE_S,
-    )
+    uvicorn.run(app, **uvicorn_options(settings))
+
+
+def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
+    """uvicorn's settings for the service: its own JSON log lines (no uvicorn access log), idle connections
+    kept longer than clients keep them, at most `connection_limit` at once (a request on one more is
+    answered 503 and its connection closed) and `read_timeout_s` for a request's head (`BoundedHead`; the
+    body's is `BodyLimitMiddleware`'s)."""
+    return {
+        "http": functools.partial(BoundedHead, timeout=settings.read_timeout_s),
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "log_config": None,
+        "access_log": False,
+        "lifespan": "on",
+        "timeout_keep_alive": KEEP_ALIVE_S,
+        "limit_concurrency": settings.connection_limit,
+    }
