@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import errno
+import functools
 import gc
 import json
 import logging
@@ -26,6 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from env_service.head_timeout import BoundedHead
 from env_service.lanes import HeavyLane
 from env_service.metrics import ServiceMetrics
 from env_service.middleware import ACCESS_LOG, AccessMiddleware, BodyLimitMiddleware, TokenMiddleware
@@ -46,7 +48,7 @@ from env_service.models import (
     request_body,
 )
 from seal.env import wire
-from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, is_loopback, token_from_environment
+from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, ip_literal, is_loopback, token_from_environment
 from seal.env.context_limits import CUTS
 from seal.env.store import EpisodeStore, StoreError, StoreSettings, one_line
 from seal.flags import setting
@@ -59,10 +61,12 @@ PROFILE_BODY = (
 )
 """What `PUT /interface/profile` takes, said in its refusals (the label shares of `finish` are not it)."""
 KEEP_ALIVE_S = 75
-Cut = Literal[CUTS[1:]]  # type: ignore[valid-type]
-"""`finish`'s `cut`: the limits of a player that can end an unfinished episode (seal.env.driver)."""
 """Longer than clients keep idle connections (httpx: 5 s), so the client, not the server, closes them:
 a request sent on a connection the server is closing at that moment fails, and cannot be retried."""
+SPARE_CONNECTIONS = 64
+"""Connections the default cap allows beyond the open-episode limit: health checks, Ω, a client's spares."""
+Cut = Literal[CUTS[1:]]  # type: ignore[valid-type]
+"""`finish`'s `cut`: the limits of a player that can end an unfinished episode (seal.env.driver)."""
 
 
 @dataclass(frozen=True)
@@ -77,17 +81,43 @@ class ServiceSettings:
     port: int = setting(8082, "TCP port")
     log_level: str = setting("info", "service log level (JSON lines on stderr)", choices=LOG_LEVELS)
     max_body_bytes: int = setting(1 << 20, "request body limit (413 beyond it)")
+    read_timeout_s: float = setting(
+        30.0,
+        "seconds a request's head may take to arrive, and then its body (408 and the connection closed "
+        "beyond either)",
+        flag="--read-timeout",
+    )
+    max_connections: int = setting(
+        0,
+        "connections served at once: a request on one more is answered 503 and its connection closed, so "
+        "unfinished requests hold at most this many bodies "
+        f"(0: the open-episode limit + {SPARE_CONNECTIONS})",
+    )
     reap_interval_s: float = setting(30.0, "seconds between idle-episode sweeps", flag="--reap-interval")
     store: StoreSettings = field(default_factory=StoreSettings)
 
     def __post_init__(self) -> None:
-        if self.max_body_bytes < 1 or not self.reap_interval_s > 0:
-            raise ValueError("max_body_bytes and reap_interval_s must be positive")
+        if self.max_body_bytes < 1 or self.max_connections < 0:
+            raise ValueError("max_body_bytes must be positive and max_connections not negative")
+        if not self.reap_interval_s > 0 or not self.read_timeout_s > 0:
+            raise ValueError("reap_interval_s and read_timeout_s must be positive")
         if not 0 <= self.port < 1 << 16:
             raise ValueError(f"port must be 0 to 65535, got {self.port}")
         if self.log_level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {self.log_level!r} (expected {', '.join(LOG_LEVELS)})")
+        mapped = getattr(ip_literal(self.host), "ipv4_mapped", None)
+        if mapped is not None:
+            raise ValueError(
+                f"--host {self.host} is an IPv4-mapped IPv6 address, which the service's IPv6-only socket "
+                f"cannot listen on: write it --host {mapped}"
+            )
         self.required_token()
+
+    @property
+    def connection_limit(self) -> int:
+        """`max_connections`, or by default room for a request on every open episode and the rest (health,
+        Ω): a client never needs more connections than episodes it is stepping at once."""
+        return self.max_connections or self.store.max_episodes + SPARE_CONNECTIONS
 
     def required_token(self) -> str | None:
         """The token every request must carry: none on loopback; beyond it `$SEAL_ENV_TOKEN`, whose
@@ -242,12 +272,14 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     @app.put(
         "/interface/state",
         response_model=InterfaceOut,
-        responses=_errors(413, 422),
+        responses=_errors(409, 413, 422),
         openapi_extra=request_body(InterfaceState),
         tags=["interface"],
     )
     async def put_interface(request: Request) -> JSONResponse:
-        """Serve exactly this Ω (a resumed run's): refused with 422 unless it renders as it says."""
+        """Serve exactly this Ω (a resumed run's). 422: not the schema's; 409: a well-formed Ω this service
+        cannot serve (another config than its own, guidelines the config does not allow, or a text other
+        than the one they render)."""
         body = parse_body(InterfaceState, await request.body())
         return FastJSONResponse(store.put_interface(body.model_dump()))
 
@@ -271,7 +303,7 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     async def prometheus() -> Response:
         return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, timeout=settings.read_timeout_s)
     token = settings.required_token()
     if token is not None:
         app.add_middleware(TokenMiddleware, token=token)
@@ -314,24 +346,28 @@ def configure_logging(level: str = "info") -> None:
 
 
 def check_bindable(host: str, port: int) -> None:
-    """Bind `host:port` as uvicorn will (address reuse on) and let go: a busy port is refused in one line
-    before the tasks load, where uvicorn would fail only after announcing a start-up that never ends."""
+    """Bind `host:port` as uvicorn will and let go: a busy port or an address this node cannot listen on is
+    refused in one line before the tasks load, where uvicorn would fail only after announcing a start-up
+    that never ends. Like uvicorn's server (asyncio's `create_server`), every address `host` resolves to is
+    bound, with address reuse on and IPv6 sockets IPv6-only."""
     if port == 0:
         return
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
         raise BindError(f"cannot listen on host {host!r}: {exc.strerror}") from None
-    with socket.socket(family, kind, proto) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(address)
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise BindError(f"port {port} on {host} is in use; choose another with --port") from None
-            raise BindError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    with contextlib.ExitStack() as held:
+        for family, kind, proto, _, address in dict.fromkeys(addresses):
+            sock = held.enter_context(socket.socket(family, kind, proto))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise BindError(f"port {port} on {host} is in use; choose another with --port") from None
+                raise BindError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
 
 
 def serve(settings: ServiceSettings | None = None) -> None:
@@ -344,13 +380,22 @@ def serve(settings: ServiceSettings | None = None) -> None:
     # every full garbage collection from walking them (a 75 ms pause, seen in the latency tail).
     gc.freeze()
     LOG.info("serving %d tasks on http://%s:%d", app.state.store.task_count, settings.host, settings.port)
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        log_config=None,
-        access_log=False,
-        lifespan="on",
-        timeout_keep_alive=KEEP_ALIVE_S,
-    )
+    uvicorn.run(app, **uvicorn_options(settings))
+
+
+def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
+    """uvicorn's settings for the service: its own JSON log lines (no uvicorn access log), idle connections
+    kept longer than clients keep them, at most `connection_limit` at once (a request on one more is
+    answered 503 and its connection closed) and `read_timeout_s` for a request's head (`BoundedHead`; the
+    body's is `BodyLimitMiddleware`'s)."""
+    return {
+        "http": functools.partial(BoundedHead, timeout=settings.read_timeout_s),
+        "host": settings.host,
+        "port": settings.port,
+        "log_level": settings.log_level,
+        "log_config": None,
+        "access_log": False,
+        "lifespan": "on",
+        "timeout_keep_alive": KEEP_ALIVE_S,
+        "limit_concurrency": settings.connection_limit,
+    }

@@ -6,6 +6,7 @@ All are plain ASGI (no BaseHTTPMiddleware), so they add no task or copy per requ
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -38,15 +39,19 @@ async def send_error(send: Send, status: int, detail: str) -> None:
 
 
 class BodyLimitMiddleware:
-    """413 for a body over `limit` bytes, judged from Content-Length and by counting what arrives.
+    """413 for a body over `limit` bytes, judged from Content-Length and by counting what arrives; 408 for
+    one that has not arrived whole `timeout` seconds after its headers.
 
     The body is read in full here, before any parsing, and handed on from memory; a body that
-    grows past the limit is refused as soon as it does, whatever its Content-Length claimed.
+    grows past the limit is refused as soon as it does, whatever its Content-Length claimed. A client that
+    stalls mid-body is answered and its connection closed when the time is up, so an unfinished request
+    holds its memory and its connection for at most `timeout` seconds.
     """
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, timeout: float) -> None:
         self.app = app
         self.limit = limit
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -63,17 +68,23 @@ class BodyLimitMiddleware:
         chunks: list[bytes] = []
         size = 0
         more = True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.limit:
-                await send_error(send, 413, f"request body over the {self.limit}-byte limit")
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
+        try:
+            async with asyncio.timeout(self.timeout):
+                while more:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.limit:
+                        await send_error(send, 413, f"request body over the {self.limit}-byte limit")
+                        return
+                    chunks.append(chunk)
+                    more = message.get("more_body", False)
+        except TimeoutError:
+            chunks.clear()
+            await send_error(send, 408, f"request body not received within {self.timeout:g} s")
+            return
         await self.app(scope, _replay(b"".join(chunks), receive), send)
 
 

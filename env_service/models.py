@@ -6,20 +6,20 @@ malformed body (bad JSON, bad UTF-8, wrong types, unknown fields) is the same on
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, Field, ValidationError
 
 from seal.env.episode import EpisodeResult
+from seal.env.interface_record import InterfaceRecord
+from seal.env.profile_record import ProfileJson
 from seal.env.store import MAX_TASK_ID_CHARS, BadRequest
 from seal.protocol import PROTOCOLS
-from seal.tocf.profile import MAX_EXACT
+from seal.records import CLOSED as _CLOSED
+from seal.records import Count, describe
 
-_CLOSED = ConfigDict(extra="forbid", strict=True)
 ProtocolName = Literal[tuple(sorted(PROTOCOLS))]  # type: ignore[valid-type]
 M = TypeVar("M", bound=BaseModel)
-SHOWN_PROBLEMS = 6
-"""A refusal lists this many validation problems; a body with more gets their count."""
 
 
 class CreateEpisode(BaseModel):
@@ -41,36 +41,6 @@ class StepAction(BaseModel):
     )
 
 
-def _whole(value: Any) -> Any:
-    """JSON Schema counts 62.0 as an integer, strict pydantic does not: accept it as 62."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-Count = Annotated[int, Field(ge=0, le=MAX_EXACT), BeforeValidator(_whole)]
-"""(The bounds come before the validator, or the OpenAPI schema loses them.)"""
-Sum = Annotated[float, Field(ge=-MAX_EXACT, le=MAX_EXACT, allow_inf_nan=False)]
-Label = Annotated[str, Field(min_length=1)]
-
-
-class ProfileScope(BaseModel):
-    """One scope S of C_t; missing keys mean zero."""
-
-    model_config = _CLOSED
-    trajectories: Count = 0
-    labels: dict[Label, Count] = Field(default_factory=dict)
-    reward_sum: dict[Label, Sum] = Field(default_factory=dict)
-    by_category: dict[Label, dict[Label, Count]] = Field(default_factory=dict)
-
-
-class ProfileJson(BaseModel):
-    """C_t as `seal.tocf.profile.FailureProfile.to_json` writes it (docs/design.md §4.2)."""
-
-    model_config = _CLOSED
-    version: Literal[1]
-    window: ProfileScope
-    total: ProfileScope
-
-
 class ProfileUpdate(BaseModel):
     """The body of `PUT /interface/profile`: the failure profile C_t (label counts, not the label shares
     that `finish` calls `profile`), and optionally the version the evolved Ω gets."""
@@ -87,16 +57,11 @@ class ProfileUpdate(BaseModel):
     )
 
 
-class InterfaceState(BaseModel):
+class InterfaceState(InterfaceRecord):
     """The body of `PUT /interface/state`: an Ω's whole state as `GET /interface` answers it, its text
-    included, which the service serves exactly (a resumed run's Ω; seal/env/omega_state.py)."""
-
-    model_config = _CLOSED
-    version: Count
-    config: dict[str, Any]
-    guidelines: list[str]
-    profile: dict[str, Any] | None
-    system_suffix: str = Field(description="the text Ω adds to the system prompt; checked against the rest")
+    included, which the service serves exactly (a resumed run's Ω; seal/env/omega_state.py). A body this
+    schema accepts but the service cannot serve (other than its config, guidelines its config does not allow,
+    a text they do not render) is a 409."""
 
 
 class Error(BaseModel):
@@ -133,12 +98,8 @@ Finished = EpisodeResult
 """The finish body is `EpisodeResult` itself (FastAPI documents the dataclass), declared once."""
 
 
-class InterfaceOut(BaseModel):
-    model_config = ConfigDict(extra="allow")
-    version: int
-    config: dict[str, Any]
-    guidelines: list[str]
-    profile: dict[str, Any] | None
+InterfaceOut = InterfaceRecord
+"""What the interface routes answer: the Ω served, as `Interface.to_json` writes it, declared once."""
 
 
 def parse_body(model: type[M], body: bytes, expected: str | None = None) -> M:
@@ -148,20 +109,6 @@ def parse_body(model: type[M], body: bytes, expected: str | None = None) -> M:
     except ValidationError as exc:
         problems = describe(exc.errors(include_url=False, include_input=False))
         raise BadRequest(problems if expected is None else f"{problems} (expected {expected})") from None
-
-
-def describe(errors: list[Any]) -> str:
-    """Every problem, `where: what`, separated by semicolons; the first few when there are many."""
-    shown = [_problem(error) for error in errors[:SHOWN_PROBLEMS]]
-    more = f"; and {len(errors) - SHOWN_PROBLEMS} more problem(s)" if len(errors) > SHOWN_PROBLEMS else ""
-    return "; ".join(shown) + more
-
-
-def _problem(error: Any) -> str:
-    if error.get("type") == "json_invalid":
-        return f"malformed JSON body: {error['msg']}"
-    where = ".".join(str(part) for part in error.get("loc", ())) or "body"
-    return f"{where}: {error['msg']}"
 
 
 def request_body(model: type[BaseModel]) -> dict[str, Any]:

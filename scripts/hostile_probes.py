@@ -10,7 +10,7 @@ reads, or, for a value that is legitimately executable, the call executed), the 
 answers equal the in-process store's. The table counts, per backend, what the agent loop would have
 turned into a failure: 5xx answers, other refusals (each an `env_error` trajectory) and exceptions.
 
-    python scripts/hostile_probes.py                       # all three backends (Ray starts locally)
+    python scripts/hostile_probes.py                       # all three backends (a Ray of its own starts)
     python scripts/hostile_probes.py --backends inprocess,http --json probes.json
 """
 
@@ -39,6 +39,8 @@ TASK = "multi_turn_base_0"
 """A task whose tools include `ls(a: bool)`, `cd(folder: str)` and `echo(content: str)`."""
 MODES = ("train", "eval")
 BACKENDS = ("inprocess", "http", "ray")
+RAY_TIMEOUT_S = 60.0
+"""How long a Ray actor's answer may take (the HTTP client's timeout, as training's Ray client has)."""
 BIG = "99999999999999999999"
 """20 digits: beyond both the signed and the unsigned 64-bit range."""
 INT64_MAX = str(2**63 - 1)
@@ -316,18 +318,13 @@ async def backend_client(backend: str) -> AsyncIterator[tuple[EnvClient, str | N
             async with HttpEnvClient(service.url) as client:
                 yield client, service.url
     else:
-        import ray
-
-        from seal.env.ray_actors import RayEnvClient, start_env_actors
+        from seal.env.ray_actors import local_fleet
         from seal.env.store import StoreSettings
 
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="warning")
-        try:
-            placement = start_env_actors(StoreSettings(), per_node=1)  # its fleet lives while this is held
-            yield RayEnvClient(), None
-            ray.kill(placement.fleet, no_restart=True)
-        finally:
-            ray.shutdown()
+        # A Ray of its own (`address="local"`), never one already running on the machine or named by
+        # RAY_ADDRESS; its fleet and the Ray end with the block.
+        with local_fleet(StoreSettings(), per_node=1, timeout=RAY_TIMEOUT_S) as client:
+            yield client, None
 
 
 @dataclass

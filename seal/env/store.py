@@ -19,13 +19,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
+from pydantic import ValidationError
+
 from seal.bfcl.tasks import UnknownTaskError, get_task, load_tasks, split_ids
 from seal.env.context_limits import CUTS
 from seal.env.episode import MODES, Episode, EpisodeDoneError, EpisodeLimits, EpisodeResult, Mode
 from seal.env.interface import DEFAULT_PRESET, PRESETS, Interface, build_interface, evolve
+from seal.env.interface_record import InterfaceRecord
 from seal.env.omega_state import restore
 from seal.flags import comma_list, setting
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, get_protocol
+from seal.records import describe
 from seal.tocf.labels import DEFAULT_PRIORITY, DEFAULT_TAXONOMY, TAXONOMIES, validate_priority
 
 MAX_TASK_ID_CHARS = 128
@@ -58,6 +62,12 @@ class UnknownTask(StoreError):
 
 
 class EpisodeFinished(StoreError):
+    status = 409
+
+
+class Unservable(StoreError):
+    """A well-formed Ω that this store cannot serve: another config than its own, or not what it renders."""
+
     status = 409
 
 
@@ -317,11 +327,17 @@ class EpisodeStore:
 
     def put_interface(self, omega: Mapping[str, Any]) -> dict[str, Any]:
         """Serve exactly the Ω whose whole state (`Interface.to_json()`, its text included) is `omega`: a
-        resumed run's, which Evolve from Ω0 could not make again (guideline selection has hysteresis)."""
+        resumed run's, which Evolve from Ω0 could not make again (guideline selection has hysteresis).
+        422 when `omega` is not the record (`InterfaceRecord`, the route's schema), 409 when it is one this
+        store cannot serve (another config, or guidelines and text that do not agree)."""
         try:
-            interface = restore(omega)
+            record = InterfaceRecord.model_validate(omega)
+        except ValidationError as exc:
+            raise BadRequest(describe(exc.errors(include_url=False, include_input=False))) from None
+        try:
+            interface = restore(record.model_dump())
         except (ValueError, TypeError) as exc:
-            raise BadRequest(f"not an Ω this service can serve: {exc}") from None
+            raise Unservable(f"not an Ω this service can serve: {exc}") from None
         self.adopt_interface(interface)
         return self.interface_json()
 
@@ -329,7 +345,7 @@ class EpisodeStore:
         """Serve exactly `interface` (an environment actor replacing one that died takes over its Ω
         whole: Evolve again from Ω0 could choose other guidelines); its config must be this store's."""
         if interface.config != self._interface.config:
-            raise BadRequest(
+            raise Unservable(
                 f"cannot adopt an Ω of another interface config than preset {self.settings.interface_preset}"
             )
         with self._omega_lock:

@@ -8,6 +8,7 @@ the model, protocol and taxonomy it continues.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -67,12 +68,32 @@ def _open_lines(path: Path, mode: str) -> IO[str]:
 
 
 def _write_atomic(path: Path, lines: Iterable[str]) -> None:
+    """`path` holds `lines` whole, or (an OSError: a full disk) is as it was: written to a temporary file
+    beside it, flushed to disk, then renamed over it; the temporary file never outlives a failure."""
     tmp = path.with_name(path.name + ".tmp")
-    with _open_lines(tmp, "w") as handle:
-        handle.writelines(lines)
-        handle.flush()
-        os.fsync(handle.fileno())
-    tmp.replace(path)
+    try:
+        with _open_lines(tmp, "w") as handle:
+            handle.writelines(lines)
+            handle.flush()
+            os.fsync(handle.fileno())
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _record(meta: dict[str, Any]) -> list[str]:
+    return [json.dumps(meta, indent=2) + "\n"]
+
+
+def _missing_folders(root: Path) -> list[Path]:
+    """`root` and its ancestors that do not exist yet, outermost first."""
+    missing = []
+    for folder in (root, *root.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
+    return missing[::-1]
 
 
 class RunFolder:
@@ -86,17 +107,50 @@ class RunFolder:
         self._handles: tuple[IO[str], IO[str]] | None = None
 
     def start(self, meta: dict[str, Any]) -> None:
-        """A fresh run: refuse a folder that already holds results, else start empty files."""
+        """A fresh run: refuse a folder that already holds results, else start empty files and `run.json`
+        (last, atomically). All or nothing: when a write fails (a full disk), whatever this call created,
+        folders included, is removed again, so nothing blocks the next start or `--resume`."""
         for path in (self.episodes, self.actions):
             if _is_nonempty(path):
                 raise OutputError(
                     f"{path} already holds results; "
                     "pass --resume to continue that run or choose another --out"
                 )
-        self.root.mkdir(parents=True, exist_ok=True)
-        for path in (self.episodes, self.actions):
-            path.write_text("")
-        self.run.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        folders = _missing_folders(self.root)
+        files = [path for path in (self.episodes, self.actions) if not path.exists()]
+        writing = self.root
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            for writing, lines in ((self.episodes, []), (self.actions, []), (self.run, _record(meta))):
+                _write_atomic(writing, lines)
+        except OSError as exc:
+            for path in files:
+                path.unlink(missing_ok=True)
+            for folder in reversed(folders):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            reason = exc.strerror or str(exc)
+            raise OutputError(f"cannot write {writing}: {reason}; nothing was left in --out") from None
+
+    def recorded_meta(self) -> dict[str, Any] | None:
+        """What `run.json` records, or None when there is none to hold to. One an older SEAL left empty
+        or broken (it could not write it: a full disk at start) is none when the folder holds no episode
+        yet; beside episodes it is a one-line OutputError saying how to go on."""
+        if not self.run.is_file():
+            return None
+        try:
+            recorded = json.loads(self.run.read_text(encoding="utf-8"))
+        except (ValueError, RecursionError):
+            recorded = None
+        if isinstance(recorded, dict):
+            return recorded
+        if not (_is_nonempty(self.episodes) or _is_nonempty(self.actions)):
+            return None
+        raise OutputError(
+            f"{self.run} is empty or not a JSON object (a run that could not write it, e.g. on a full disk): "
+            f"delete it and rerun with --resume to keep the episodes in {self.root} as this run's, "
+            "or choose another --out"
+        )
 
     def resume(self, meta: dict[str, Any], selection: Sequence[str], retry_failed: bool) -> Resumed:
         """Keep every finished episode of the selection with its action log. Broken lines, episodes
@@ -104,17 +158,16 @@ class RunFolder:
         if not self.root.exists():
             self.start(meta)
             return Resumed()
-        if self.run.is_file():
-            try:
-                before = json.loads(self.run.read_text(encoding="utf-8"))
-            except ValueError:
-                raise OutputError(f"{self.run} is not valid JSON; use another --out") from None
-            for key in MUST_MATCH:
-                if key in before and before[key] != meta[key]:
-                    raise OutputError(
-                        f"{self.root} holds a run with {key} {before[key]!r}, not {meta[key]!r}; "
-                        "use another --out"
-                    )
+        before = self.recorded_meta()
+        if before is None and not (_is_nonempty(self.episodes) or _is_nonempty(self.actions)):
+            self.start(meta)
+            return Resumed()
+        for key in MUST_MATCH:
+            if before is not None and key in before and before[key] != meta[key]:
+                raise OutputError(
+                    f"{self.root} holds a run with {key} {before[key]!r}, not {meta[key]!r}; "
+                    "use another --out"
+                )
         wanted = set(selection)
         records: dict[str, dict[str, Any]] = {}
         dropped = 0
@@ -138,7 +191,7 @@ class RunFolder:
         records = {task_id: records[task_id] for task_id in order}
         _write_atomic(self.episodes, (_dump(records[t]) for t in order))
         _write_atomic(self.actions, (_dump(logs[t]) for t in order))
-        self.run.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        _write_atomic(self.run, _record(meta))
         return Resumed(records, dropped)
 
     def __enter__(self) -> RunFolder:
@@ -171,5 +224,5 @@ class RunFolder:
         return [row for row in _parse_lines(self.actions) if row is not None]
 
     def write_summary(self, summary: dict[str, Any], markdown: str) -> None:
-        (self.root / SUMMARY_JSON).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        (self.root / SUMMARY_MD).write_text(markdown, encoding="utf-8", errors="backslashreplace")
+        _write_atomic(self.root / SUMMARY_JSON, _record(summary))
+        _write_atomic(self.root / SUMMARY_MD, [markdown])

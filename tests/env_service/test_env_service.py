@@ -14,7 +14,6 @@ import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import positive_data_acceptance
 
 from env_service.app import JsonLines, ServiceSettings, create_app
 from env_service.middleware import ACCESS_LOG
@@ -563,15 +562,8 @@ schema = schemathesis.openapi.from_asgi(
 )
 
 
-ONLY_WHAT_RENDERS = {("PUT", "/interface/state")}
-"""Routes whose schema-valid bodies are mostly refused: an Ω's state is served only when its text is the one
-its guidelines and config render, which a generator cannot guess (tests/trainer/rl/test_resume_omega.py
-sends real ones)."""
-
-
 @schema.parametrize()
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_schema_valid_or_invalid_request_gets_a_5xx(case):
     """Every default check (no 5xx, documented status codes and schemas, invalid data refused)."""
-    route = (case.operation.method.upper(), case.operation.path)
-    case.call_and_validate(excluded_checks=[positive_data_acceptance] if route in ONLY_WHAT_RENDERS else None)
+    case.call_and_validate()

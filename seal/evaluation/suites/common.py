@@ -9,7 +9,6 @@ data read), then the items.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -27,7 +26,7 @@ from seal.evaluation.command import (
 from seal.evaluation.endpoint import ChatEndpoint
 from seal.evaluation.runner import Played, Progress
 from seal.evaluation.session import EndpointSettings, budgeted_endpoint, run_to_exit
-from seal.evaluation.store import RUN, OutputError, RunFolder
+from seal.evaluation.store import OutputError, RunFolder
 from seal.evaluation.suites.extras import go_offline
 from seal.flags import add_flags, settings_from_flags
 from seal.reports.endings import endings, endings_line
@@ -150,15 +149,11 @@ def build_suite_request(suite: Suite, args: argparse.Namespace) -> SuiteRequest:
 
 def _open_folder(request: SuiteRequest, selection: tuple[str, ...]) -> tuple[RunFolder, dict, int]:
     folder = RunFolder(request.out)
-    run_file = request.out / RUN
-    if request.resume and run_file.is_file():
-        try:
-            before = json.loads(run_file.read_text()).get("suite", "bfcl_v3")
-        except ValueError:
-            raise OutputError(f"{run_file} is not valid JSON; use another --out") from None
+    try:
+        recorded = folder.recorded_meta() if request.resume else None
+        before = recorded.get("suite", "bfcl_v3") if recorded is not None else request.suite
         if before != request.suite:
             raise OutputError(f"{request.out} holds a {before} run, not {request.suite}; use another --out")
-    try:
         if request.resume:
             resumed = folder.resume(request.meta(), selection, request.retry_failed)
             return folder, dict(resumed.records), resumed.dropped

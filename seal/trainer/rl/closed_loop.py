@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from seal.env.context_limits import CUTS
+from seal.env.interface import Interface
 from seal.reports.pass_rate import pass_rates
 from seal.tocf.apatch import APatchState, apatch_factors
 from seal.tocf.labels import EXCLUDED
 from seal.tocf.profile import FailureProfile
+from seal.trainer.rl.state_record import STATE_VERSION, checked_state
 from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import SealSettings
 
-STATE_VERSION = 1
 PREFIX = "seal"
 METRICS = {
     "seal/reward/mean": "mean reward of the step's healthy trajectories (the train pass rate)",
@@ -138,22 +139,19 @@ class ClosedLoop:
         }
 
     def load_json(self, data: Any) -> None:
-        """Restore `to_json`'s output; ValueError (and nothing changed) when it is malformed."""
-        if not isinstance(data, Mapping) or data.get("version") != STATE_VERSION:
-            raise ValueError(f"SEAL state must be a JSON object with version {STATE_VERSION}")
-        missing = sorted({"profile", "apatch", "interface", "window_epoch"} - set(data))
-        if missing:
-            raise ValueError(f"SEAL state: missing key(s) {missing}")
-        profile = FailureProfile.from_json(data["profile"])
-        apatch = APatchState.from_json(data["apatch"])
-        interface = data["interface"]
-        if interface is not None and not isinstance(interface, Mapping):
-            raise ValueError("SEAL state: interface must be an object or null")
-        epoch = data["window_epoch"]
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise ValueError(f"SEAL state: window_epoch must be a non-negative integer, got {epoch!r}")
-        self.profile, self.apatch, self.window_epoch = profile, apatch, epoch
-        self.interface = None if interface is None else dict(interface)
+        """Restore `to_json`'s output; ValueError (one line naming the field, nothing changed) unless it is
+        the whole record (`SealStateRecord`) and its Ω one `Interface` can be."""
+        state = checked_state(data)
+        profile = FailureProfile.from_json(state["profile"])
+        apatch = APatchState.from_json(state["apatch"])
+        interface = state["interface"]
+        if interface is not None:
+            try:
+                Interface.from_json(interface)
+            except ValueError as exc:
+                raise ValueError(f"interface: {exc}") from None
+        self.profile, self.apatch, self.window_epoch = profile, apatch, state["window_epoch"]
+        self.interface = interface
 
 
 def _reward_metrics(trajectories: Sequence[TrajectoryFields], groups: Sequence[str]) -> dict[str, float]:

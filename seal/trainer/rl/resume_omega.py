@@ -5,8 +5,8 @@ guidelines, the profile it was evolved from and its text). On resume the environ
 every Ray environment actor, is told to serve exactly that state (`put_interface`, `PUT /interface/state`),
 and what it then serves must have the saved digest (seal/env/omega_state.py). Evolve(Ω0, C, v) from the saved
 profile cannot stand in: guideline selection has hysteresis, so it may choose other guidelines. A saved Ω
-without its text (`system_suffix`: a record from before the whole state was saved, or written by hand) is
-re-derived that way, as SEAL did before, with a one-line warning.
+without its text (`system_suffix` absent or null: a record from before the whole state was saved, or written
+by hand) is re-derived that way, as SEAL did before, with a one-line warning.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def restore_omega(settings: EnvSettings, saved: Mapping[str, Any] | None) -> Non
     if saved is None:
         return
     try:
-        if TEXT_KEY not in saved:
+        if saved.get(TEXT_KEY) is None:
             _rederive(settings, saved)
             return
         served = put_interface(settings, dict(saved))

@@ -40,6 +40,7 @@ from seal.trainer.preflight import PreflightError, check_environment, preflight_
 from seal.trainer.rl.closed_loop import ClosedLoop
 from seal.trainer.rl.env_failures import check_env_error_share
 from seal.trainer.rl.resume_omega import restore_omega
+from seal.trainer.rl.state_record import read_state
 from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.settings import episode_capacity, settings_from_config
 from seal.urls import masked_url
@@ -309,9 +310,9 @@ def load_seal_state(loop: ClosedLoop, folder: Path) -> None:
     if not path.is_file():
         raise RuntimeError(f"{path} is missing: this checkpoint was not written by SealPPOTrainer")
     try:
-        loop.load_json(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, json.JSONDecodeError) as exc:
-        raise RuntimeError(f"{path}: {exc}") from exc
+        loop.load_json(read_state(path))
+    except ValueError as exc:
+        raise RuntimeError(f"{path}: {exc}") from None
 
 
 def advantage_rows(keys: list[str], partition: str) -> list[torch.Tensor]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -105,13 +106,18 @@ def played(request, released_backbones, tmp_path_factory) -> dict[str, Any]:
 
     batch, worker = asyncio.run(play())
     worker.llm_client.split = set()
+    # The worker keeps tracing into `trace_dir` when later tests play on it: the 64 played here are kept
+    # apart, so what a test reads does not depend on the tests run before it.
+    played_dir = tmp_path_factory.mktemp(f"{name}-played")
+    for trace in trace_dir.glob("*.jsonl"):
+        shutil.copy2(trace, played_dir / trace.name)
     traces = [
-        json.loads(line) for f in sorted(trace_dir.glob("*.jsonl")) for line in f.read_text().splitlines()
+        json.loads(line) for f in sorted(played_dir.glob("*.jsonl")) for line in f.read_text().splitlines()
     ]
     return {
         "name": name,
         "folder": folder,
-        "trace_dir": trace_dir,
+        "trace_dir": played_dir,
         "batch": batch,
         "rows": rows,
         "tokenizer": worker.tokenizer,

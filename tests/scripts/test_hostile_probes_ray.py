@@ -1,0 +1,33 @@
+"""`scripts/hostile_probes.py` starts a Ray of its own for its Ray backend: another cluster on the machine,
+or one that RAY_ADDRESS names, is never joined (the script once joined it and failed on `num_cpus`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.local_ray  # a Ray of its own, in the script's process
+
+
+def test_the_ray_backend_runs_on_a_ray_of_its_own_whatever_ray_address_names(tmp_path):
+    report = tmp_path / "probes.json"
+    done = subprocess.run(
+        [sys.executable, "scripts/hostile_probes.py", "--backends", "ray", "--json", str(report)],
+        cwd=ROOT,
+        env={**os.environ, "RAY_ADDRESS": "127.0.0.1:1", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    outcomes = json.loads(report.read_text())
+    assert len(outcomes["ray"]) == len(outcomes["inprocess"]) > 0
+    assert [outcome["problem"] for outcome in outcomes["ray"]] == [""] * len(outcomes["ray"])
