@@ -1,0 +1,121 @@
+"""The size of bfcl-eval's simulated file system, measured as it is built and kept within a cap.
+
+bfcl-eval's `cp` of a directory shares the copied contents (a shallow copy), so k rounds of ordinary
+`cp`/`mkdir`/`mv` calls build a tree of 2^k paths out of a few objects, and anything that walks it (`find`,
+`du`, the checker's comparison, a rendering of the state) costs 2^k. `FileSystemGuard` measures the tree
+after every call with a walk that stops at the cap, and rolls back the call that would pass it, so no state
+an episode keeps, and no state the checker rebuilds from its calls, is ever larger than the cap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.gorilla_file_system import (
+    Directory,
+    GorillaFileSystem,
+)
+
+
+@dataclass(frozen=True)
+class TreeSize:
+    """Paths and characters (every full path and file content) of a tree; `over` when the walk stopped."""
+
+    paths: int
+    chars: int
+    over: bool = False
+
+
+def tree_size(root: Directory, max_paths: int, max_chars: int) -> TreeSize:
+    """The size of the tree under `root`, walked as the paths it shows (shared or cyclic contents count
+    again, as `find` would see them); stops as soon as either count passes its cap."""
+    paths = chars = 0
+    stack: list[tuple[int, Directory]] = [(0, root)]
+    while stack:
+        prefix, directory = stack.pop()
+        for name, item in directory.contents.items():
+            length = prefix + 1 + len(name)
+            paths += 1
+            chars += length
+            if isinstance(item, Directory):
+                stack.append((length, item))
+            else:
+                chars += len(getattr(item, "content", ""))
+            if paths > max_paths or chars > max_chars:
+                return TreeSize(paths, chars, over=True)
+    return TreeSize(paths, chars)
+
+
+class _Snapshot:
+    """The file system's mutable parts before a call: its own attributes, every node's attributes and
+    every contents dict (shared ones once), copied shallowly; restoring puts them back in place."""
+
+    def __init__(self, fs: GorillaFileSystem) -> None:
+        self.fs = fs
+        self.own = dict(fs.__dict__)
+        self.nodes: list[tuple[Any, dict[str, Any]]] = []
+        self.contents: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        seen: set[int] = set()
+        stack: list[Any] = [fs.root, fs._current_dir]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            self.nodes.append((node, dict(node.__dict__)))
+            contents = getattr(node, "contents", None)
+            if isinstance(contents, dict) and id(contents) not in seen:
+                seen.add(id(contents))
+                self.contents.append((contents, dict(contents)))
+                stack.extend(contents.values())
+
+    def restore(self) -> None:
+        for contents, saved in self.contents:
+            contents.clear()
+            contents.update(saved)
+        for node, saved in self.nodes:
+            node.__dict__.clear()
+            node.__dict__.update(saved)
+        self.fs.__dict__.clear()
+        self.fs.__dict__.update(self.own)
+
+
+class FileSystemGuard:
+    """Keeps one `GorillaFileSystem` within `max_paths` paths and `max_chars` characters.
+
+    A snapshot is taken before a call only when the call could pass a cap: `cp` and `mv` of a directory
+    can change the size by as much as the whole tree, any other call by at most one path of its own
+    arguments' length below the deepest path. The snapshot costs a walk of the (capped) tree.
+    """
+
+    GROWS_BY_A_TREE = frozenset({"cp", "mv"})
+
+    def __init__(self, fs: GorillaFileSystem, max_paths: int, max_chars: int) -> None:
+        self.fs = fs
+        self.max_paths = max_paths
+        self.max_chars = max_chars
+        self.size = tree_size(fs.root, max_paths, max_chars)
+
+    def before(self, method: str, argument_chars: int) -> _Snapshot | None:
+        """A snapshot when `method` called with `argument_chars` characters of arguments could pass a cap."""
+        near = (
+            self.size.paths + 1 > self.max_paths
+            or self.size.chars + self.size.chars + argument_chars > self.max_chars
+        )
+        return _Snapshot(self.fs) if near or method in self.GROWS_BY_A_TREE else None
+
+    def after(self, snapshot: _Snapshot | None) -> str | None:
+        """Measure the tree again; past a cap, roll the call back and say why."""
+        size = tree_size(self.fs.root, self.max_paths, self.max_chars)
+        if not size.over:
+            self.size = size
+            return None
+        if snapshot is not None:
+            snapshot.restore()
+        if size.paths > self.max_paths:
+            return f"the file system would hold more than {self.max_paths:,} paths; the call was undone"
+        return (
+            f"the file system would hold more than {self.max_chars:,} characters of paths and contents; "
+            "the call was undone"
+        )
