@@ -28,23 +28,43 @@ class TreeSize:
 
 
 def tree_size(root: Directory, max_paths: int, max_chars: int) -> TreeSize:
-    """The size of the tree under `root`, walked as the paths it shows (shared or cyclic contents count
-    again, as `find` would see them); stops as soon as either count passes its cap."""
-    paths = chars = 0
-    stack: list[tuple[int, Directory]] = [(0, root)]
+    """The size of the tree under `root` as the paths it shows (`find`'s view: shared contents count once per
+    path), computed once per distinct contents dict, so a tree of 2^k paths built from a few objects costs a
+    few steps; a cycle (bfcl-eval's `cp a a` makes one) or a count past its cap stops the walk as `over`."""
+    sizes: dict[int, tuple[int, int]] = {}
+    """id of a contents dict -> (paths, characters) below it, its own path counted as empty."""
+    open_ids: set[int] = set()
+    stack: list[tuple[dict[str, Any], bool]] = [(root.contents, False)]
     while stack:
-        prefix, directory = stack.pop()
-        for name, item in directory.contents.items():
-            length = prefix + 1 + len(name)
-            paths += 1
-            chars += length
-            if isinstance(item, Directory):
-                stack.append((length, item))
-            else:
-                chars += len(getattr(item, "content", ""))
+        contents, children_done = stack.pop()
+        key = id(contents)
+        if children_done:
+            open_ids.discard(key)
+            paths = chars = 0
+            for name, item in contents.items():
+                step = 1 + len(name)
+                paths += 1
+                chars += step
+                if isinstance(item, Directory):
+                    below, below_chars = sizes[id(item.contents)]
+                    paths += below
+                    chars += below_chars + step * below
+                else:
+                    chars += len(getattr(item, "content", ""))
             if paths > max_paths or chars > max_chars:
                 return TreeSize(paths, chars, over=True)
-    return TreeSize(paths, chars)
+            sizes[key] = (paths, chars)
+        elif key in open_ids:
+            return TreeSize(max_paths + 1, 0, over=True)
+        elif key not in sizes:
+            open_ids.add(key)
+            stack.append((contents, True))
+            stack.extend(
+                (item.contents, False)
+                for item in contents.values()
+                if isinstance(item, Directory) and id(item.contents) not in sizes
+            )
+    return TreeSize(*sizes[id(root.contents)])
 
 
 class _Snapshot:

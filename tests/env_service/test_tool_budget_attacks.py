@@ -24,6 +24,7 @@ from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol.ground_truth import ground_truth_actions
 from tests.support.budget_attacks import (
     ATTACK_TASK,
+    big_file,
     doubling_calls,
     long_named_files,
     message,
@@ -41,7 +42,13 @@ ATTACKS = {
     "doubling k=16": [message(doubling_calls(16)), "Done."],
     "doubling k=30": [message(doubling_calls(30)), "Done."],
     "2000 ls": [message(repeated("ls", {}, 2_000)), "Done."],
-    "2000 cat": [message(repeated("cat", {"file_name": "x"}, 2_000)), "Done."],
+    "1600 cat": [message(big_file() + repeated("cat", {"file_name": "f"}, 1_600)), "Done."],
+    "cat 19 KB": [
+        message(big_file()),
+        message(repeated("cat", {"file_name": "f"}, BUDGET.max_calls_per_message)),
+        message(repeated("cat", {"file_name": "f"}, BUDGET.max_calls_per_message)),
+        "Done.",
+    ],
     "long ls": [
         message(long_named_files(120)),
         message(long_named_files(240)[120:]),
@@ -110,22 +117,23 @@ async def test_the_doubling_is_undone_at_the_file_system_cap_and_the_model_reads
     assert all(len(turn["check"]["detail"]) <= 320 for turn in result["evidence"])
 
 
-@pytest.mark.parametrize("attack", ["2000 ls", "2000 cat"])
-async def test_thousands_of_calls_in_one_message_are_rejected_whole(attack):
+@pytest.mark.parametrize(("attack", "calls"), [("2000 ls", "2,000"), ("1600 cat", "1,602")])
+async def test_thousands_of_calls_in_one_message_are_rejected_whole(attack, calls):
     steps, result, _ = await play(REFERENCE, ATTACKS[attack])
     observation = steps[0]["observation"][0]["content"]
-    assert "the message makes 2,000 tool calls" in observation and len(observation) < 2_000
+    assert f"the message makes {calls} tool calls" in observation and len(observation) < 2_000
     assert steps[0]["info"]["accepted"] == []
     assert all(not turn["calls"] for turn in result["evidence"])
 
 
-async def test_long_outputs_are_cut_and_an_episode_output_is_capped():
-    steps, _, _ = await play(REFERENCE, ATTACKS["long ls"])
+@pytest.mark.parametrize("attack", ["long ls", "cat 19 KB"])
+async def test_long_outputs_are_cut_and_an_episode_output_is_capped(attack):
+    steps, _, _ = await play(REFERENCE, ATTACKS[attack])
     shown = [sum(len(m["content"]) for m in step["observation"]) for step in steps]
     assert max(shown) < BUDGET.max_step_chars + 200 * BUDGET.max_calls_per_message
-    assert "[... output cut:" in steps[2]["observation"][0]["content"]
+    assert "[... output cut:" in "".join(m["content"] for m in steps[-3]["observation"])
     spent = [reason for reason in rejections(steps) if "characters of output" in reason]
-    assert spent and len(steps[3]["info"]["accepted"]) < BUDGET.max_calls_per_message
+    assert spent and len(steps[-2]["info"]["accepted"]) < BUDGET.max_calls_per_message
 
 
 async def test_a_healthy_episode_is_answered_within_100_ms_while_another_attacks():

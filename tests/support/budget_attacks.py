@@ -13,9 +13,10 @@ Call = tuple[str, dict[str, Any]]
 
 
 def message(calls: list[Call]) -> str:
-    """One qwen_fc assistant message making `calls` in order."""
-    return "\n".join(
-        f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+    """One qwen_fc assistant message making `calls` in order, written compactly (so that ~2,000 short calls
+    fit in one action)."""
+    return "".join(
+        f"<tool_call>{json.dumps({'name': name, 'arguments': arguments}, separators=(',', ':'))}</tool_call>"
         for name, arguments in calls
     )
 
@@ -37,6 +38,11 @@ def doubling_calls(rounds: int, finds: int = 2) -> list[Call]:
 def long_named_files(count: int, name_chars: int = 1_000) -> list[Call]:
     """`count` files with names of `name_chars` characters (what makes each `ls` long)."""
     return [("touch", {"file_name": f"{i:04d}" + "x" * (name_chars - 4)}) for i in range(count)]
+
+
+def big_file(chars: int = 19_000) -> list[Call]:
+    """A file `f` of `chars` characters (what makes each `cat f` long; an argument may hold 20,000)."""
+    return [("touch", {"file_name": "f"}), ("echo", {"content": "y" * chars, "file_name": "f"})]
 
 
 def repeated(name: str, arguments: dict[str, Any], count: int) -> list[Call]:
