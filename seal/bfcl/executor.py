@@ -96,7 +96,9 @@ class Executor:
             return ExecutionResult(message, message)
         owner = self._owner[call.name]
         method = getattr(owner, call.name)
-        guard = self._guard if self._guard is not None and owner is self._guard.fs else None
+        guard = self._guard
+        measured = guard is not None and owner is guard.fs and guard.changes(call.name)
+        guard = guard if measured else None
         snapshot = guard.before(call.name, len(repr(call.arguments))) if guard is not None else None
         try:
             value = method(**copy.deepcopy(call.arguments))

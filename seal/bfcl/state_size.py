@@ -29,8 +29,32 @@ class TreeSize:
 
 def tree_size(root: Directory, max_paths: int, max_chars: int) -> TreeSize:
     """The size of the tree under `root` as the paths it shows (`find`'s view: shared contents count once per
-    path), computed once per distinct contents dict, so a tree of 2^k paths built from a few objects costs a
-    few steps; a cycle (bfcl-eval's `cp a a` makes one) or a count past its cap stops the walk as `over`."""
+    path); a cycle (bfcl-eval's `cp a a` makes one) or a count past its cap stops the walk as `over`. A plain
+    walk, unless it meets a contents dict twice: then `shared_tree_size`."""
+    seen: set[int] = set()
+    paths = chars = 0
+    stack: list[tuple[int, dict[str, Any]]] = [(0, root.contents)]
+    while stack:
+        prefix, contents = stack.pop()
+        if id(contents) in seen:
+            return shared_tree_size(root, max_paths, max_chars)
+        seen.add(id(contents))
+        for name, item in contents.items():
+            length = prefix + 1 + len(name)
+            paths += 1
+            chars += length
+            if type(item) is Directory:
+                stack.append((length, item.contents))
+            else:
+                chars += len(getattr(item, "content", ""))
+        if paths > max_paths or chars > max_chars:
+            return TreeSize(paths, chars, over=True)
+    return TreeSize(paths, chars)
+
+
+def shared_tree_size(root: Directory, max_paths: int, max_chars: int) -> TreeSize:
+    """`tree_size` computed once per distinct contents dict, so a tree of 2^k paths built from a few objects
+    costs a few steps."""
     sizes: dict[int, tuple[int, int]] = {}
     """id of a contents dict -> (paths, characters) below it, its own path counted as empty."""
     open_ids: set[int] = set()
@@ -83,12 +107,11 @@ class _Snapshot:
             if id(node) in seen:
                 continue
             seen.add(id(node))
-            self.nodes.append((node, dict(node.__dict__)))
-            contents = getattr(node, "contents", None)
-            if isinstance(contents, dict) and id(contents) not in seen:
-                seen.add(id(contents))
-                self.contents.append((contents, dict(contents)))
-                stack.extend(contents.values())
+            self.nodes.append((node, node.__dict__.copy()))
+            if type(node) is Directory and id(node.contents) not in seen:
+                seen.add(id(node.contents))
+                self.contents.append((node.contents, node.contents.copy()))
+                stack.extend(node.contents.values())
 
     def restore(self) -> None:
         for contents, saved in self.contents:
@@ -110,12 +133,19 @@ class FileSystemGuard:
     """
 
     GROWS_BY_A_TREE = frozenset({"cp", "mv"})
+    READ_ONLY = frozenset({"pwd", "ls", "cd", "cat", "find", "wc", "sort", "grep", "du", "tail", "diff"})
+    """Methods that leave the tree as it is in bfcl-eval 2026.3.23 (`cd` moves the current directory only):
+    not measured again (tests/env/test_tool_budget.py checks each)."""
 
     def __init__(self, fs: GorillaFileSystem, max_paths: int, max_chars: int) -> None:
         self.fs = fs
         self.max_paths = max_paths
         self.max_chars = max_chars
         self.size = tree_size(fs.root, max_paths, max_chars)
+
+    def changes(self, method: str) -> bool:
+        """Whether a call of `method` can change the tree (and is to be measured)."""
+        return method not in self.READ_ONLY
 
     def before(self, method: str, argument_chars: int) -> _Snapshot | None:
         """A snapshot when `method` called with `argument_chars` characters of arguments could pass a cap."""

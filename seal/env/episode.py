@@ -130,6 +130,7 @@ class Episode:
         self.docs = {doc["name"]: doc for doc in self.task.functions}
         self.actions: list[str] = []
         self.messages: list[dict[str, str]] = []
+        """The opening messages; observations are returned, not kept (an episode holds its actions only)."""
         self.turn = 0
         self.turns = [_Turn() for _ in range(self.task.num_turns)]
         self.steps_in_turn = 0
@@ -175,7 +176,6 @@ class Episode:
         self.reset()
         index = len(self.actions)
         self.actions.append(action)
-        self.messages.append({"role": "assistant", "content": action})
         self.steps_in_turn += 1
         turn = self.turns[self.turn]
         turn.messages.append(index)
@@ -186,7 +186,6 @@ class Episode:
         observation = self._end_turn() if info["turn_ended"] else self._act(index, parsed, turn, info)
         if not self.done:
             self._check_limits()
-        self.messages.extend(observation)
         info.update(done=self.done, truncated=self.truncated, steps=len(self.actions))
         return StepResult(observation=observation, done=self.done, info=info)
 
