@@ -23,6 +23,8 @@ from typing import Any
 
 from seal.flags import setting
 
+OUT_OF_MEMORY_READING = "the environment ran out of memory reading this message; nothing was run"
+OUT_OF_MEMORY_RUNNING = "the environment ran out of memory running this message; the episode ends here"
 CUT_MARKER = "\n[... output cut: {shown:,} of its {total:,} characters are shown ({why}) ...]"
 
 

@@ -17,7 +17,7 @@ from seal.bfcl.executor import Executor
 from seal.bfcl.tasks import Task, get_task
 from seal.bfcl.verifier import FORCE_TERMINATED, Verdict, official_verdict, turn_checks
 from seal.env.action_limit import kept_action, over_long
-from seal.env.budget import BudgetMeter, ToolBudget
+from seal.env.budget import OUT_OF_MEMORY_READING, OUT_OF_MEMORY_RUNNING, BudgetMeter, ToolBudget
 from seal.env.interface import RAW, Interface
 from seal.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
 from seal.protocol.base import CallCandidate, ParsedAction
@@ -167,7 +167,9 @@ class Episode:
     def step(self, action: str) -> StepResult:
         """Play one assistant message. Whatever it says is the model's scored action; its text is read
         as Unicode (a lone surrogate becomes U+FFFD: seal/protocol/representable.py); an over-long one is
-        a rejected message, kept in part (seal/env/action_limit.py)."""
+        a rejected message, kept in part (seal/env/action_limit.py). Should the process run out of memory
+        (the tool budget is meant to prevent it), a message not yet run is rejected, and one partly run
+        ends the episode, scored like any truncated one: either way the step is answered."""
         if not isinstance(action, str):
             raise TypeError("an action is the assistant's message text")
         if self.done:
@@ -179,11 +181,18 @@ class Episode:
         self.steps_in_turn += 1
         turn = self.turns[self.turn]
         turn.messages.append(index)
-        parsed = over_long(action) or self._within_budget(self.protocol.parse(action))
+        try:
+            parsed = over_long(action) or self._within_budget(self.protocol.parse(action))
+        except MemoryError:
+            parsed = ParsedAction(errors=(OUT_OF_MEMORY_READING,), has_markup=True)
         self.meter.start_step()
         info: dict[str, Any] = {"turn": self.turn, "accepted": [], "rejected": [], "errors": []}
         info["turn_ended"] = not parsed.has_markup
-        observation = self._end_turn() if info["turn_ended"] else self._act(index, parsed, turn, info)
+        try:
+            observation = self._end_turn() if info["turn_ended"] else self._act(index, parsed, turn, info)
+        except MemoryError:
+            self.truncate(OUT_OF_MEMORY_RUNNING)
+            observation = self.protocol.error_observation([OUT_OF_MEMORY_RUNNING])
         if not self.done:
             self._check_limits()
         info.update(done=self.done, truncated=self.truncated, steps=len(self.actions))

@@ -16,7 +16,7 @@ from seal.bfcl.executor import Executor
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.state_size import FileSystemGuard, tree_size
 from seal.bfcl.tasks import load_tasks
-from seal.env.budget import ToolBudget
+from seal.env.budget import OUT_OF_MEMORY_READING, OUT_OF_MEMORY_RUNNING, ToolBudget
 from seal.env.episode import Episode, EpisodeLimits
 from seal.env.store import EpisodeStore, StoreSettings
 from seal.flags import settings_from_flags, to_flags
@@ -164,3 +164,22 @@ def test_the_budget_reaches_the_store_through_flags_and_options(budget):
 def test_a_bad_budget_is_refused_at_start(options):
     with pytest.raises(ValueError, match=r"budget|exceed"):
         ToolBudget(**options)
+
+
+def test_running_out_of_memory_answers_the_step(monkeypatch):
+    """Before anything runs the message is rejected and the episode goes on; part-way it ends the episode."""
+    episode = Episode(ATTACK_TASK)
+    episode.reset()
+
+    def exhausted(*_: object) -> None:
+        raise MemoryError
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type(episode.protocol), "parse", exhausted)
+        step = episode.step(message(repeated("mkdir", {"dir_name": "x"}, 2)))
+    assert OUT_OF_MEMORY_READING in step.observation[0]["content"] and not step.done
+    assert "x" not in episode.executor.instances["GorillaFileSystem"]._current_dir.contents
+    monkeypatch.setattr(type(episode.protocol), "observation", exhausted)
+    step = episode.step(message(repeated("ls", {}, 2)))
+    assert OUT_OF_MEMORY_RUNNING in step.observation[0]["content"] and step.done and step.info["truncated"]
+    assert episode.finish().reward == 0.0

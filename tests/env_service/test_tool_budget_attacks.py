@@ -42,6 +42,7 @@ ATTACKS = {
     "doubling k=16": [message(doubling_calls(16)), "Done."],
     "doubling k=30": [message(doubling_calls(30)), "Done."],
     "2000 ls": [message(repeated("ls", {}, 2_000)), "Done."],
+    "2000 cat": [message(repeated("cat", {"file_name": "f"}, 2_000)), "Done."],
     "1600 cat": [message(big_file() + repeated("cat", {"file_name": "f"}, 1_600)), "Done."],
     "cat 19 KB": [
         message(big_file()),
