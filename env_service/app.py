@@ -2,7 +2,9 @@
 
 Every refusal is a `{"detail": "<one line>"}` with the documented status; bodies are size-checked
 before they are read into a parser, then validated strictly. Episode work is CPU-bound and runs on
-the event loop, the expensive calls through `HeavyLane` (see env_service/lanes.py for why).
+the event loop, the expensive calls through `HeavyLane` (see env_service/lanes.py for why); the steps
+and finish of an episode whose calls have cost more than the ground truth's ever do (`EpisodeStore.heavy`,
+seal/env/budget.py) run in a worker thread, so they cannot stall the loop that answers other episodes.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from env_service.models import (
 )
 from seal.env import wire
 from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, ip_literal, is_loopback, token_from_environment
+from seal.env.budget import ToolBudget
 from seal.env.context_limits import CUTS
 from seal.env.store import EpisodeStore, StoreError, StoreSettings, one_line
 from seal.flags import setting
@@ -135,12 +138,14 @@ class ServiceSettings:
     @classmethod
     def from_options(cls, **options: Any) -> ServiceSettings:
         """Flat keyword options (as `serve` and the CLI take them), split between store and service."""
-        store_fields = {f.name for f in dataclasses.fields(StoreSettings)}
+        budget_fields = {f.name for f in dataclasses.fields(ToolBudget)}
+        store_fields = {f.name for f in dataclasses.fields(StoreSettings)} - {"budget"}
         own_fields = {f.name for f in dataclasses.fields(cls)} - {"store"}
-        unknown = sorted(set(options) - store_fields - own_fields)
+        unknown = sorted(set(options) - budget_fields - store_fields - own_fields)
         if unknown:
             raise TypeError(f"unknown service setting(s): {', '.join(unknown)}")
-        store = StoreSettings(**{k: v for k, v in options.items() if k in store_fields})
+        budget = ToolBudget(**{k: v for k, v in options.items() if k in budget_fields})
+        store = StoreSettings(budget=budget, **{k: v for k, v in options.items() if k in store_fields})
         return cls(store=store, **{k: v for k, v in options.items() if k in own_fields})
 
 
@@ -247,6 +252,8 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     )
     async def step(episode_id: str, request: Request) -> JSONResponse:
         body = parse_body(StepAction, await request.body())
+        if store.heavy(episode_id):
+            return FastJSONResponse(await asyncio.to_thread(store.step, episode_id, body.action))
         return FastJSONResponse(store.step(episode_id, body.action))
 
     @app.post(
@@ -258,6 +265,8 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     async def finish(episode_id: str, close: bool = False, cut: Cut | None = None) -> JSONResponse:
         """Score the episode; `close=true` also deletes it (one round trip fewer per episode); `cut` (calls,
         context or generation) truncates an unfinished episode first, as the player's limit ended it."""
+        if store.heavy(episode_id):
+            return FastJSONResponse(await asyncio.to_thread(store.finish, episode_id, close, cut))
         return FastJSONResponse(await heavy.run(store.finish, episode_id, close, cut))
 
     @app.delete("/episodes/{episode_id}", status_code=204, responses=_errors(404), tags=["episodes"])

@@ -82,11 +82,13 @@ def conversations(split: str, count: int, protocol: str) -> list[tuple[str, list
     played = []
     for task_id in chosen:
         episode = Episode(task_id, mode="eval", protocol=protocol)
-        episode.reset()
+        messages = episode.reset()
         for action in ground_truth_actions(task_id, protocol):
-            if episode.step(action).done:
+            step = episode.step(action)
+            messages += [{"role": "assistant", "content": action}, *step.observation]
+            if step.done:
                 break
-        played.append((task_id, episode.messages))
+        played.append((task_id, messages))
     return played
 
 

@@ -104,8 +104,8 @@ class TimedClient:
     async def step(self, episode_id: str, action: str) -> dict[str, Any]:
         return await self.run.timed("step", self.client.step(episode_id, action))
 
-    async def finish(self, episode_id: str, close: bool = False) -> EpisodeResult:
-        return await self.run.timed("finish", self.client.finish(episode_id, close))
+    async def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
+        return await self.run.timed("finish", self.client.finish(episode_id, close, cut))
 
     async def delete(self, episode_id: str) -> None:
         await self.run.timed("delete", self.client.delete(episode_id))

@@ -20,6 +20,7 @@ from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPIN
 
 from seal.bfcl import isolation
 from seal.bfcl.calls import ToolCall
+from seal.bfcl.state_size import FileSystemGuard, TreeSize
 from seal.bfcl.tasks import Task
 
 isolation.close_leaks()
@@ -31,6 +32,8 @@ class ExecutionResult:
 
     text: str
     error: str | None = None
+    undone: str | None = None
+    """Why the call was rolled back (it would have grown the state past its cap); then it did not happen."""
 
 
 def render_result(value: Any) -> str:
@@ -67,14 +70,21 @@ def public_methods(instance: Any) -> list[str]:
 
 
 class Executor:
-    """The tool instances of one episode."""
+    """The tool instances of one episode; its file system, if any, kept within `max_state` (paths,
+    characters: seal/bfcl/state_size.py)."""
 
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Task, max_state: tuple[int, int] | None = None) -> None:
         self.task = task
         self.instances = {name: create_instance(name, task) for name in task.involved_classes}
         self._owner = {
             method: instance for instance in self.instances.values() for method in public_methods(instance)
         }
+        fs = self.instances.get("GorillaFileSystem")
+        self._guard = FileSystemGuard(fs, *max_state) if fs is not None and max_state else None
+
+    def state_size(self) -> TreeSize | None:
+        """The file system's size as last measured (None without a file system or a cap)."""
+        return None if self._guard is None else self._guard.size
 
     def has_tool(self, name: str) -> bool:
         return name in self._owner
@@ -84,10 +94,20 @@ class Executor:
         if call.name not in self._owner:
             message = f"Error during execution: name '{call.name}' is not defined"
             return ExecutionResult(message, message)
-        method = getattr(self._owner[call.name], call.name)
+        owner = self._owner[call.name]
+        method = getattr(owner, call.name)
+        guard = self._guard
+        measured = guard is not None and owner is guard.fs and guard.changes(call.name)
+        guard = guard if measured else None
+        snapshot = guard.before(call.name, len(repr(call.arguments))) if guard is not None else None
         try:
             value = method(**copy.deepcopy(call.arguments))
         except Exception as exc:
-            message = f"Error during execution: {exc}"
+            value = exc
+        undone = guard.after(snapshot) if guard is not None else None
+        if undone is not None:
+            return ExecutionResult("", undone, undone=undone)
+        if isinstance(value, Exception):
+            message = f"Error during execution: {value}"
             return ExecutionResult(message, message)
         return ExecutionResult(render_result(value), tool_error(value))

@@ -18,6 +18,7 @@ from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import (
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
 
 from seal.bfcl import isolation
+from seal.bfcl.bounded_text import bounded_text
 from seal.bfcl.calls import ToolCall
 from seal.bfcl.checks import TurnCheck
 from seal.bfcl.tasks import Task
@@ -86,8 +87,8 @@ def _execute(calls: list[str], task: Task, namespace: str) -> tuple[list[str], d
 
 
 def _short(details: Any, limit: int = 300) -> str:
-    text = str(details)
-    return text if len(text) <= limit else text[:limit] + "..."
+    """At most `limit` characters of `details`, cut while it is rendered (seal/bfcl/bounded_text.py)."""
+    return bounded_text(details, limit)
 
 
 def _check_turn(

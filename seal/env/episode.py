@@ -17,6 +17,7 @@ from seal.bfcl.executor import Executor
 from seal.bfcl.tasks import Task, get_task
 from seal.bfcl.verifier import FORCE_TERMINATED, Verdict, official_verdict, turn_checks
 from seal.env.action_limit import kept_action, over_long
+from seal.env.budget import OUT_OF_MEMORY_READING, OUT_OF_MEMORY_RUNNING, BudgetMeter, ToolBudget
 from seal.env.interface import RAW, Interface
 from seal.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
 from seal.protocol.base import CallCandidate, ParsedAction
@@ -36,11 +37,13 @@ class EpisodeDoneError(RuntimeError):
 
 @dataclass(frozen=True)
 class EpisodeLimits:
-    """BFCL allows 20 model steps per user turn; `max_steps` optionally caps the whole episode."""
+    """BFCL allows 20 model steps per user turn; `max_steps` optionally caps the whole episode; `budget`
+    bounds what its tool calls may cost (seal/env/budget.py)."""
 
     max_steps_per_turn: int = BFCL_STEP_LIMIT
     max_steps: int | None = None
     strict: bool = True
+    budget: ToolBudget = field(default_factory=ToolBudget)
 
     def __post_init__(self) -> None:
         if self.max_steps_per_turn < 1 or (self.max_steps is not None and self.max_steps < 1):
@@ -121,10 +124,13 @@ class Episode:
         self.limits = limits or EpisodeLimits()
         self.taxonomy = taxonomy
         self.priority = priority
-        self.executor = Executor(self.task)
+        budget = self.limits.budget
+        self.executor = Executor(self.task, max_state=(budget.max_state_nodes, budget.max_state_chars))
+        self.meter = BudgetMeter(budget)
         self.docs = {doc["name"]: doc for doc in self.task.functions}
         self.actions: list[str] = []
         self.messages: list[dict[str, str]] = []
+        """The opening messages; observations are returned, not kept (an episode holds its actions only)."""
         self.turn = 0
         self.turns = [_Turn() for _ in range(self.task.num_turns)]
         self.steps_in_turn = 0
@@ -161,7 +167,9 @@ class Episode:
     def step(self, action: str) -> StepResult:
         """Play one assistant message. Whatever it says is the model's scored action; its text is read
         as Unicode (a lone surrogate becomes U+FFFD: seal/protocol/representable.py); an over-long one is
-        a rejected message, kept in part (seal/env/action_limit.py)."""
+        a rejected message, kept in part (seal/env/action_limit.py). Should the process run out of memory
+        (the tool budget is meant to prevent it), a message not yet run is rejected, and one partly run
+        ends the episode, scored like any truncated one: either way the step is answered."""
         if not isinstance(action, str):
             raise TypeError("an action is the assistant's message text")
         if self.done:
@@ -170,19 +178,30 @@ class Episode:
         self.reset()
         index = len(self.actions)
         self.actions.append(action)
-        self.messages.append({"role": "assistant", "content": action})
         self.steps_in_turn += 1
         turn = self.turns[self.turn]
         turn.messages.append(index)
-        parsed = over_long(action) or self.protocol.parse(action)
+        try:
+            parsed = over_long(action) or self._within_budget(self.protocol.parse(action))
+        except MemoryError:
+            parsed = ParsedAction(errors=(OUT_OF_MEMORY_READING,), has_markup=True)
+        self.meter.start_step()
         info: dict[str, Any] = {"turn": self.turn, "accepted": [], "rejected": [], "errors": []}
         info["turn_ended"] = not parsed.has_markup
-        observation = self._end_turn() if info["turn_ended"] else self._act(index, parsed, turn, info)
+        try:
+            observation = self._end_turn() if info["turn_ended"] else self._act(index, parsed, turn, info)
+        except MemoryError:
+            self.truncate(OUT_OF_MEMORY_RUNNING)
+            observation = self.protocol.error_observation([OUT_OF_MEMORY_RUNNING])
         if not self.done:
             self._check_limits()
-        self.messages.extend(observation)
         info.update(done=self.done, truncated=self.truncated, steps=len(self.actions))
         return StepResult(observation=observation, done=self.done, info=info)
+
+    def _within_budget(self, parsed: ParsedAction) -> ParsedAction:
+        """`parsed`, or a rejection of the whole message when it makes more calls than one may."""
+        too_many = self.limits.budget.too_many_calls(len(parsed.calls))
+        return parsed if too_many is None else ParsedAction(errors=(too_many,), has_markup=True)
 
     def _end_turn(self) -> list[dict[str, str]]:
         self.turn += 1
@@ -221,8 +240,10 @@ class Episode:
                 )
                 results.append(f"[ERROR] Invalid tool call format: {call}")
             else:
-                results.append(self._execute(index, call, turn, info))
-                step.append(call)
+                result, accepted = self._execute(index, call, turn, info)
+                results.append(result)
+                if accepted:
+                    step.append(call)
         turn.steps.append(step)
         if parsed.errors:
             turn.rejected_messages += 1
@@ -246,24 +267,37 @@ class Episode:
             observation[-1] = {**observation[-1], "content": f"{observation[-1]['content']}\n{hint}"}
         return observation
 
-    def _execute(self, index: int, call: ToolCall, turn: _Turn, info: dict[str, Any]) -> str:
+    def _execute(self, index: int, call: ToolCall, turn: _Turn, info: dict[str, Any]) -> tuple[str, bool]:
+        """What the model reads of the call, and whether it ran (a call over the budget did not)."""
+        refused = self.meter.refusal()
+        if refused is None:
+            started = self.meter.timer()
+            result = self.executor.execute(call)
+            self.meter.charge(started, len(result.text))
+            refused = result.undone
+        if refused is not None:
+            reason = f"over the episode's budget: {refused}"
+            turn.calls.append(CallEvidence(index, call.name, accepted=False, reject_reason=reason))
+            info["rejected"].append({"name": call.name, "reason": reason})
+            return f"[ERROR] {reason[0].upper()}{reason[1:]}", False
         doc = self.docs[call.name]
-        result = self.executor.execute(call)
+        error = None if result.error is None else result.error[: self.limits.budget.max_observation_chars]
         turn.calls.append(
             CallEvidence(
                 index,
                 call.name,
                 accepted=True,
-                error=result.error,
+                error=error,
                 schema_violations=tuple(schema.violations(doc, call.arguments)),
             )
         )
         info["accepted"].append({"name": call.name, "arguments": call.arguments})
-        if result.error is None:
-            return result.text
-        info["errors"].append({"name": call.name, "error": result.error})
-        hint = self.interface.error_hint(call.name, result.text, doc, arguments=call.arguments)
-        return f"{result.text}\n{hint}" if hint else result.text
+        text = self.meter.shown(result.text)
+        if error is None:
+            return text, True
+        info["errors"].append({"name": call.name, "error": error})
+        hint = self.interface.error_hint(call.name, text, doc, arguments=call.arguments)
+        return (f"{text}\n{hint}" if hint else text), True
 
     def _check_limits(self) -> None:
         over_turn = self.steps_in_turn >= self.limits.max_steps_per_turn

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, cast
 from pydantic import ValidationError
 
 from seal.bfcl.tasks import UnknownTaskError, get_task, load_tasks, split_ids
+from seal.env.budget import ToolBudget
 from seal.env.context_limits import CUTS
 from seal.env.episode import MODES, Episode, EpisodeDoneError, EpisodeLimits, EpisodeResult, Mode
 from seal.env.interface import DEFAULT_PRESET, PRESETS, Interface, build_interface, evolve
@@ -99,6 +100,8 @@ class StoreSettings:
         parse=lambda text: validate_priority(comma_list(text)),
     )
     max_steps: int | None = setting(None, "optional per-episode cap on model steps")
+    budget: ToolBudget = field(default_factory=ToolBudget)
+    """What an episode's tool calls may cost (seal/env/budget.py); its fields are flags of their own."""
 
     def __post_init__(self) -> None:
         if self.max_episodes < 1:
@@ -145,7 +148,7 @@ class EpisodeStore:
         self._lock = threading.Lock()
         self._omega_lock = threading.Lock()
         self._interface = build_interface(self.settings.interface_preset)
-        self._limits = EpisodeLimits(max_steps=self.settings.max_steps)
+        self._limits = EpisodeLimits(max_steps=self.settings.max_steps, budget=self.settings.budget)
         self._counters: Counter[str] = Counter()
         self.task_count = len(load_tasks())
 
@@ -248,6 +251,14 @@ class EpisodeStore:
         with self._lock:
             self._counters["steps"] += 1
         return {"observation": result.observation, "done": result.done, "info": result.info}
+
+    def heavy(self, episode_id: str) -> bool:
+        """The episode's calls have cost enough (seal/env/budget.py) that its next step or finish should not
+        run on a loop that answers other episodes; False for an unknown or finished one."""
+        with self._lock:
+            entry = self._entries.get(_id_key(episode_id))
+        episode = None if entry is None else entry.episode
+        return episode is not None and episode.meter.heavy
 
     def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
         """Score once and keep only the result, so a repeated finish answers the same and steps get 409.
