@@ -22,15 +22,12 @@ def ray_address(config: DictConfig) -> str:
     return str(config.ray_kwargs.ray_init.get("address") or "auto")
 
 
-def node_gpus(address: str) -> list[float] | None:
-    """The GPUs of every alive node of the Ray cluster at `address`, or None when no cluster answers there.
-    The connection is dropped again: verl's `run_ppo` joins with the run's own `runtime_env`."""
+def node_gpus(address: str) -> list[float]:
+    """The GPUs of every alive node of the Ray cluster at `address`; ConnectionError (Ray's) when none
+    answers there. The connection is dropped again: verl's `run_ppo` joins with the run's `runtime_env`."""
     import ray
 
-    try:
-        ray.init(address=address, log_to_driver=False)
-    except ConnectionError:
-        return None
+    ray.init(address=address, log_to_driver=False)
     try:
         return [float(node["Resources"].get("GPU", 0)) for node in ray.nodes() if node["Alive"]]
     finally:
@@ -42,12 +39,14 @@ def cluster_problem(config: DictConfig) -> str | None:
     nodes, per_node = config.trainer.nnodes, config.trainer.n_gpus_per_node
     address = ray_address(config)
     where = "" if address == "auto" else f" at {address}"
-    gpus = node_gpus(address)
-    if gpus is None:
+    try:
+        gpus = node_gpus(address)
+    except ConnectionError as exc:
+        said = str(exc).split(". ")[0].rstrip(".")
         return (
-            f"trainer.nnodes={nodes}: no running Ray cluster found{where}; start Ray on every node first "
-            f"(here `ray start --head --port=6379 --num-gpus={per_node}`, on the others `ray start "
-            f"--address=HEAD:6379 --num-gpus={per_node}`; {GUIDE})"
+            f"trainer.nnodes={nodes}: no running Ray cluster joined{where} ({said}); start Ray on every "
+            f"node first (here `ray start --head --port=6379 --num-gpus={per_node}`, on the others "
+            f"`ray start --address=HEAD:6379 --num-gpus={per_node}`; {GUIDE})"
         )
     enough = sum(1 for count in gpus if count >= per_node)
     if enough >= nodes:

@@ -539,12 +539,17 @@ class FakeCluster:
         ([0, 4, 4], [], "auto", None),  # a head without GPUs and two GPU nodes: fits
         ([4, 4, 2], [], "auto", None),
         ([4, 2], [], "auto", "the Ray cluster has 2 alive node(s) with 4, 2 GPU(s), 1 with 4 or more"),
-        (None, [], "auto", "no running Ray cluster found; start Ray on every node first"),
+        (
+            None,
+            [],
+            "auto",
+            "no running Ray cluster joined (Could not find any running Ray instance); start Ray on every",
+        ),
         (
             None,
             ["+ray_kwargs.ray_init.address=head:6379"],
             "head:6379",
-            "no running Ray cluster found at head:6379",
+            "no running Ray cluster joined at head:6379",
         ),
     ],
 )
@@ -573,7 +578,7 @@ def test_a_multi_node_launch_without_a_cluster_exits_in_one_line_before_training
     assert launcher.main(["--conf", SEAL, "--", *overrides]) == 1
     captured = capsys.readouterr()
     (line,) = captured.err.strip().splitlines()
-    assert line.startswith("launcher: trainer.nnodes=2: no running Ray cluster found")
+    assert line.startswith("launcher: trainer.nnodes=2: no running Ray cluster joined")
     assert "ray start --head --port=6379 --num-gpus=4" in line and "ray start --address=HEAD:6379" in line
     assert list(tmp_path.iterdir()) == []
 
