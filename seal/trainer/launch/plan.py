@@ -156,11 +156,14 @@ def placement_row(config: DictConfig, settings: SealSettings, replicas: int) -> 
     any); every node runs its share of the GPU workers, vLLM's replicas and (`ray` backend) environment
     actors; verl places the agent-loop workers round robin over the nodes, and Ray the driver (verl's
     task runner) on any node with a free CPU."""
+    from verl.trainer.ppo.utils import need_reference_policy
+
     trainer, rollout = config.trainer, config.actor_rollout_ref.rollout
     nodes, per_node = trainer.nnodes, trainer.n_gpus_per_node
     backend = settings.rollout.env_backend
     here = "the launcher" + (", the environment service" if backend == "http" else "")
-    workers = f"{per_node} GPU worker(s) (actor and reference shards)"
+    reference = need_reference_policy(config) and not config.actor_rollout_ref.model.lora_rank
+    workers = f"{per_node} GPU worker(s) (actor{' and reference' if reference else ''} shards)"
     replicas_text = (
         f"{replicas // nodes} vLLM replica(s)" if replicas >= nodes else "a share of a vLLM replica"
     )
