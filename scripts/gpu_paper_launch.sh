@@ -37,6 +37,7 @@
 #               updates says the adapters reach vLLM; scripts/step_table.py prints it per step (~6)
 # MODELS (default /root/models) holds the model folders; CODER (default $MODELS/qwen2.5-coder-1.5b) the 1.5B;
 # PYTHON (default python3) runs the scripts. Runs go to experiments/paper_<run> (the resumes to their ckpt's).
+# A -ckpt run starts only with CHECKPOINT_GIB (default 110) GiB free under experiments/.
 set -uo pipefail
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
 case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
@@ -49,6 +50,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the tables read the runs with seal
 state=experiments/.paper_launch
+checkpoint_gib=${CHECKPOINT_GIB:-110}  # the free space a -ckpt run asks for (the 8B's checkpoint: 96 GB)
 ORDER=(7b 7b-ckpt 7b-resume 8b 7b-shaped 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora)
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
 toolace=(seal.rollout.protocol=python_list data.max_prompt_length=9216)
@@ -106,6 +108,15 @@ start() {  # start RUN: the launch in its own session under the sampler; its pid
   }
   folder=$(folder_of "$run")
   out=$folder/resources.json
+  if [[ $run == *-ckpt ]]; then
+    mkdir -p experiments
+    local free
+    free=$(df --output=avail -BG experiments | tail -n 1 | tr -dc 0-9)
+    [ "$free" -ge "$checkpoint_gib" ] || {
+      echo "gpu_paper_launch.sh: $run saves ~100 GB (fp32 weights and AdamW's moments); experiments/ has ${free} GiB free" >&2
+      return 2
+    }
+  fi
   if [[ $run == *-resume ]]; then
     [ -f "$state/${run%-resume}-ckpt.done" ] && [ -d "$folder/checkpoints" ] || {
       echo "gpu_paper_launch.sh: $run resumes ${run%-resume}-ckpt's checkpoint: run ${run%-resume}-ckpt first" >&2

@@ -59,8 +59,8 @@ class Node:
         self.python.write_text(STAND_IN.format(record=self.record, python=sys.executable))
         self.python.chmod(0o755)
 
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "PYTHON": str(self.python), "MODELS": str(self.models)}
+    def run(self, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHON": str(self.python), "MODELS": str(self.models), **extra}
         script = self.work / "scripts" / "gpu_paper_launch.sh"
         return subprocess.run(["bash", str(script), *args], env=env, capture_output=True, text=True)
 
@@ -171,6 +171,15 @@ def test_a_run_without_its_model_folder_says_how_to_build_it(tmp_path):
     assert refused.returncode == 2 and "gpu_paper_launch.sh build 8b" in refused.stderr
     assert node.run("build", "9b").returncode == 2
     assert node.run("--help").stdout.count("7b-resume") >= 1
+
+
+def test_a_checkpoint_run_starts_only_where_the_disk_holds_its_checkpoint(tmp_path):
+    node = Node(tmp_path)
+    refused = node.run("start", "7b-ckpt", CHECKPOINT_GIB="100000000")
+    assert refused.returncode == 2 and "saves ~100 GB" in refused.stderr and node.launches() == []
+    assert node.run("start", "7b-ckpt", CHECKPOINT_GIB="0").returncode == 0
+    assert node.run("wait", "30").returncode == 0
+    assert "trainer.save_freq=1" in node.launches()[-1]
 
 
 def paper_run(folder: Path, steps: dict[int, dict[str, float]], seen: dict[str, float]) -> Path:
