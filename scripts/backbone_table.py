@@ -3,10 +3,16 @@ metrics, read as `seal report --steps` reads them), and the peaks scripts/resour
 
     python scripts/backbone_table.py experiments/backbone_3b [experiments/backbone_3b_shaped ...]
 
-Start-up is the launch to the start of step 1: when step 1's metrics line appeared less the step's own time.
-For a run of the 3B shape (a folder named backbone_3b...), the last line checks the steady step (the last
-one) against the targets set for that shape on one H100: step <= 120 s, start-up <= 180 s, throughput >=
-4,000 tokens/s/GPU. The 7B/8B runs measure what fits; they have no such targets.
+Start-up is the launch to the start of its first step: when that step's metrics line appeared less the
+step's own time. verl logs the MFU of the actor's update only; the forward-only phases' (old_log_prob, ref)
+is derived from it: the same tokens, and a forward is a third of the FLOPs verl counts for a training pass,
+so their MFU is the update's times update_actor / (3 x the phase's seconds). With several runs a last table
+sets them side by side at their last step (the GPUs read from the tokens, the step and the throughput:
+verl's throughput is per GPU): the scaling table of scripts/gpu_paper_launch.sh's scale-1/2/4 runs.
+A run of a shape with targets checks its last step against them: the 3B shape on one H100 (folders named
+backbone_3b...: step <= 120 s, start-up <= 180 s, >= 4,000 tokens/s/GPU) and the paper's 7B launch on four
+GPUs (paper_7b and paper_7b_shaped: step <= 180 s, start-up <= 240 s, >= 2,500 tokens/s/GPU, update_actor MFU
+>= 40%). Other runs measure what fits; they have no targets.
 """
 
 from __future__ import annotations
@@ -32,16 +38,34 @@ PHASES = {
     "tokens/s/GPU": "perf/throughput",
     "MFU": "perf/mfu/actor",
 }
-TARGETS = {"step s": 120.0, "start-up s": 180.0, "tokens/s/GPU": 4000.0}
+FORWARD_PHASES = ("old_log_prob", "ref")
+"""Phases that run a forward pass over the step's tokens, whose MFU is derived from the update's."""
+TARGETS = {
+    "3B": {"step s": 120.0, "tokens/s/GPU": 4000.0, "start-up s": 180.0},
+    "7B": {"step s": 180.0, "tokens/s/GPU": 2500.0, "MFU": 0.40, "start-up s": 240.0},
+}
 TARGETED_RUNS = "backbone_3b"
-"""The folders (scripts/gpu_backbone_runs.sh's 3b runs) whose steps the targets are for."""
+"""The folders (scripts/gpu_backbone_runs.sh's 3b runs) whose steps the 3B targets are for."""
+TARGETED_7B = ("paper_7b", "paper_7b_shaped")
+"""The runs of scripts/gpu_paper_launch.sh that the 7B targets are for (its full-cap and timing runs)."""
 RESOURCES = "resources.json"
+
+
+def targets_of(run: Path) -> tuple[str, dict[str, float]] | None:
+    """The shape whose targets apply to `run` and those targets, or None."""
+    if run.name.startswith(TARGETED_RUNS):
+        return "3B", TARGETS["3B"]
+    if run.name in TARGETED_7B:
+        return "7B", TARGETS["7B"]
+    return None
 
 
 def run_table(run: Path) -> tuple[pd.DataFrame, dict[str, float]]:
     """Per step the phases and rates; for the run its start-up and peaks."""
     steps = read_steps(run)
     table = pd.DataFrame({name: steps[key] if key in steps else float("nan") for name, key in PHASES.items()})
+    for phase in FORWARD_PHASES:
+        table[f"MFU {phase}"] = table["MFU"] * table["update_actor"] / (3 * table[phase])
     table.index.name = "step"
     summary: dict[str, float] = {}
     resources = run / RESOURCES
@@ -59,15 +83,39 @@ def run_table(run: Path) -> tuple[pd.DataFrame, dict[str, float]]:
     return table, summary
 
 
-def verdict(table: pd.DataFrame, summary: dict[str, float]) -> str:
-    last = table.iloc[-1]
-    checks = {
-        "step s": last["step s"] <= TARGETS["step s"],
-        "tokens/s/GPU": last["tokens/s/GPU"] >= TARGETS["tokens/s/GPU"],
-    }
-    if "start-up s" in summary:
-        checks["start-up s"] = summary["start-up s"] <= TARGETS["start-up s"]
+def verdict(table: pd.DataFrame, summary: dict[str, float], targets: dict[str, float]) -> str:
+    """Each target met or missed at the last step (start-up: the run's); lower is better for times."""
+    last = {**table.iloc[-1].to_dict(), **summary}
+    checks = {}
+    for name, target in targets.items():
+        if name in last:
+            checks[name] = last[name] <= target if name.endswith(" s") else last[name] >= target
     return ", ".join(f"{name} {'ok' if ok else 'MISSED'}" for name, ok in checks.items())
+
+
+def side_by_side(runs: dict[str, tuple[pd.DataFrame, dict[str, float]]]) -> pd.DataFrame:
+    """One row per run at its last step: GPUs, the phases, tokens/s (all GPUs and per GPU), MFU, the peaks."""
+    rows = {}
+    for name, (table, summary) in runs.items():
+        last = table.iloc[-1]
+        gpus = last["tokens"] / (last["tokens/s/GPU"] * last["step s"])
+        rows[name] = {
+            "GPUs": round(gpus),
+            **{column: last[column] for column in ("step s", "gen", "old_log_prob", "ref", "update_actor")},
+            "tokens/s": last["tokens/s/GPU"] * round(gpus),
+            "tokens/s/GPU": last["tokens/s/GPU"],
+            **{column: last[column] for column in ("MFU", "MFU old_log_prob", "MFU ref")},
+            **{
+                key: summary.get(key, float("nan")) for key in ("start-up s", "peak GPU GiB", "peak node GiB")
+            },
+        }
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "run (last step)"
+    return frame
+
+
+def number(value: float) -> str:
+    return f"{value:,.3f}" if abs(value) < 1 else f"{value:,.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,18 +124,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (experiments/<name>)")
     args = parser.parse_args(argv)
-    pd.set_option("display.width", 200, "display.max_columns", 20)
+    pd.set_option("display.width", 250, "display.max_columns", 30)
+    measured = {}
     for run in args.runs:
         try:
             table, summary = run_table(run)
         except FileNotFoundError as error:
             print(f"backbone_table: {error}", file=sys.stderr)
             return 1
+        measured[str(run)] = (table, summary)
         print(f"\n{run}")
-        print(table.to_string(float_format=lambda x: f"{x:,.3f}" if abs(x) < 1 else f"{x:,.1f}"))
+        print(table.to_string(float_format=number))
         print("  ".join(f"{name} {value:,.1f}" for name, value in summary.items()) or "(no resources.json)")
-        if run.name.startswith(TARGETED_RUNS):
-            print(f"3B targets at step {table.index[-1]}: {verdict(table, summary)}")
+        shape = targets_of(run)
+        if shape is not None:
+            print(f"{shape[0]} targets at step {table.index[-1]}: {verdict(table, summary, shape[1])}")
+    if len(measured) > 1:
+        print(f"\nside by side\n{side_by_side(measured).to_string(float_format=number)}")
     return 0
 
 

@@ -75,11 +75,13 @@ def process_rss() -> dict[int, tuple[float, str]]:
 
 
 class StepWatch:
-    """The time each training step's record first appears in `metrics/*.jsonl` (verl's `file` logger)."""
+    """The time each training step's record first appears in `metrics/*.jsonl` (verl's `file` logger).
+    What the files hold when the watch starts is an earlier launch's (a resumed run's): not this command's."""
 
     def __init__(self, folder: Path | None) -> None:
         self.folder = folder
-        self.offsets: dict[Path, int] = {}
+        earlier = sorted(folder.glob("*.jsonl")) if folder is not None and folder.is_dir() else []
+        self.offsets: dict[Path, int] = {path: path.stat().st_size for path in earlier}
         self.seen: dict[int, float] = {}
 
     def poll(self, elapsed: float) -> None:

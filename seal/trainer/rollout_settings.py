@@ -30,7 +30,8 @@ class RolloutSettings(EpisodeBudget):
     """Base URL of the environment service (`seal serve`); the launcher starts one unless told otherwise."""
     env_backend: str = "http"
     """Where the episodes run. `http`: one environment service (`env_url`) shared by every rollout
-    worker, the default on one node and what `seal eval` uses. `ray`: environment actors, each an episode
+    worker, the default on one node and what `seal eval` uses; over several nodes the launcher takes it
+    only at a URL beyond loopback where a service answers. `ray`: environment actors, each an episode
     store in-process, `env_actors_per_node` on every node of the Ray cluster; each rollout worker plays
     on its own node's actors (for `trainer.nnodes > 1`, or more than one core of environment per node).
     `inprocess`: an episode store inside each worker process (no server; Evolve(Ω) never reaches it)."""

@@ -183,7 +183,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     environment and preflight it, print the plan; unless a dry run: record, train, test."""
     from seal.trainer.experiment import validate_experiment
     from seal.trainer.launch.checks import check_model_path, check_test_protocol
-    from seal.trainer.launch.environment import environment, preflight, service_row
+    from seal.trainer.launch.environment import environment, multi_node_problem, preflight, service_row
     from seal.trainer.launch.holdout import TEST_FILE
     from seal.trainer.launch.kernel import configure_attention
     from seal.trainer.launch.plan import format_plan, plan_rows
@@ -196,6 +196,11 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     if is_sft(config):
         return launch_sft(args, config, entry, argv)
     attention = configure_attention(config)
+    rollout = config.seal.rollout
+    url = args.env_url or rollout.env_url
+    problem = multi_node_problem(config.trainer.nnodes, rollout.env_backend, url, args.with_bfcl)
+    if problem is not None:
+        raise LaunchError(problem, status=2)
     if entry.needs_gpus and not args.dry_run:
         problem = gpu_problem(config) or attention.problem
         if problem is not None:
@@ -213,7 +218,6 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
         print(f"data  {data.split:5s} {data.path}{'  (built)' if data.built else ''}")
     stamp = launch_stamp()
     log = None if args.dry_run else run_dir / SERVICE_LOG
-    url = args.env_url or settings.rollout.env_url
     with environment(args.with_bfcl, url, settings, config, log) as service:
         preflight(config, settings, service)
         start = omega_start(config, settings, service, args.adopt_omega)
@@ -259,11 +263,11 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
         raise LaunchError(
             "an SFT experiment takes no --test, --with-bfcl, --env-url or --adopt-omega", status=2
         )
+    settings = validate_sft(config)
     if entry.needs_gpus and not args.dry_run:
         problem = gpu_problem(config)
         if problem is not None:
             raise LaunchError(problem)
-    settings = validate_sft(config)
     for row in preflight_sft(config, settings):
         print(f"episode  {row.task_id}: {row.tokens} tokens, {row.trained} trained, reward {row.reward:g}")
     print(format_plan(sft_plan_rows(config, settings)))
@@ -306,16 +310,22 @@ def compose(conf: Path, overrides: Sequence[str]) -> DictConfig:
 
 
 def gpu_problem(config: DictConfig) -> str | None:
-    """Why this machine cannot train the config (checked before Ray starts), or None."""
+    """Why this machine cannot train the config (checked before Ray starts), or None. Over several nodes
+    this machine's own GPUs say nothing (it may have none): the running Ray cluster's nodes are checked
+    (seal/trainer/launch/cluster.py)."""
     import torch
 
+    if config.trainer.nnodes > 1:
+        from seal.trainer.launch.cluster import cluster_problem
+
+        return cluster_problem(config)
     wanted, found = config.trainer.n_gpus_per_node, torch.cuda.device_count()
     if found == 0:
         return (
             f"no GPU on this machine: training needs {wanted} per node (trainer.n_gpus_per_node); "
             "--dry-run checks a config without one"
         )
-    if config.trainer.nnodes == 1 and found < wanted:
+    if found < wanted:
         return f"{found} GPU(s) visible but trainer.n_gpus_per_node={wanted}"
     return None
 

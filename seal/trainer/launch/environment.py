@@ -1,6 +1,7 @@
 """The environment a launch brings up and checks: the HTTP service it uses or starts, or (with the `ray`
 backend) none, the trainer placing environment actors instead; then the preflight of that environment with
-the run's settings.
+the run's settings. Over several nodes (`trainer.nnodes > 1`) rollout workers run on every node, so an HTTP
+service must be one they all reach (`multi_node_problem`).
 """
 
 from __future__ import annotations
@@ -8,12 +9,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ipaddress
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from omegaconf import DictConfig
 
+from seal.env.auth import TOKEN_ENV, is_loopback
 from seal.env.client import InProcessEnvClient
 from seal.env.process import is_healthy, running_service
 from seal.env.store import EpisodeStore
@@ -21,6 +25,48 @@ from seal.flags import to_flags
 from seal.trainer.preflight import check_environment, check_service, preflight_tasks
 from seal.trainer.settings import SealSettings, episode_capacity
 from seal.urls import masked_url
+
+MULTI_NODE_FIX = (
+    "allowed: seal.rollout.env_backend=ray (environment actors on every node), or --env-url of a running "
+    f"service every node reaches (seal serve --host 0.0.0.0, with {TOKEN_ENV} set on every node)"
+)
+
+
+def multi_node_problem(nodes: int, backend: str, url: str, fresh: bool) -> str | None:
+    """Why the HTTP environment of a launch over `nodes` nodes cannot serve every rollout worker, or None.
+    The service the launcher starts (`fresh`, or none answering at `url`) listens on this node's loopback;
+    a loopback or unspecified address in `url` names each node itself: the workers on the other nodes
+    would reach nothing, or a service of their own that the trainer's Evolve never updates."""
+    if nodes <= 1 or backend != "http":
+        return None
+    if fresh:
+        return (
+            f"trainer.nnodes={nodes} with --with-bfcl: the service the launcher starts listens on this "
+            f"node's loopback, which the rollout workers on the other nodes cannot reach; {MULTI_NODE_FIX}"
+        )
+    if not reaches_other_nodes(url):
+        return (
+            f"trainer.nnodes={nodes} with the environment service at {masked_url(url)}, an address the "
+            f"rollout workers on the other nodes cannot reach; {MULTI_NODE_FIX}"
+        )
+    if not is_healthy(url):
+        return (
+            f"trainer.nnodes={nodes}: no environment service answers at {masked_url(url)}, and the one the "
+            f"launcher would start listens on this node's loopback; {MULTI_NODE_FIX}"
+        )
+    return None
+
+
+def reaches_other_nodes(url: str) -> bool:
+    """Whether `url` can name a service on another node: not a loopback or unspecified address (a
+    host name is taken as it is: each node resolves it)."""
+    host = urlsplit(url).hostname or ""
+    if is_loopback(host):
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return bool(host)
 
 
 @contextlib.contextmanager

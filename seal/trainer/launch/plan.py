@@ -79,12 +79,14 @@ def plan_rows(
         ("entropy coefficient", f"{actor.entropy_coeff:g}", "actor.entropy_coeff"),
         (
             "GPUs",
-            f"{gpus} ({trainer.nnodes} node x {trainer.n_gpus_per_node}), tensor parallel "
+            f"{gpus} ({trainer.nnodes} node{'s' if trainer.nnodes > 1 else ''} x {trainer.n_gpus_per_node}), "
+            "tensor parallel "
             f"{rollout.tensor_model_parallel_size}, vLLM {rollout.mode}, GPU memory utilisation "
             f"{rollout.gpu_memory_utilization:g}",
             "trainer.n_gpus_per_node, trainer.nnodes, rollout.tensor_model_parallel_size",
         ),
         ("rollout replicas", str(gpus // replica_gpus), "the GPUs divided by rollout TP x DP x PP"),
+        placement_row(config, settings, gpus // replica_gpus),
         ("rollout engine", str(rollout.name), "rollout.name"),
         attention_row(config, attention),
         (
@@ -147,6 +149,34 @@ def trained_weights_row(config: DictConfig) -> tuple[str, str, str]:
     else:
         base = f"vLLM reads the base ({rollout.load_format}); only the adapters are synced"
     return ("trained weights", f"LoRA rank {model.lora_rank}, alpha {model.lora_alpha}; {base}", keys)
+
+
+def placement_row(config: DictConfig, settings: SealSettings, replicas: int) -> tuple[str, str, str]:
+    """On which node what runs. This node runs the launcher (and the HTTP service it uses or starts, if
+    any); every node runs its share of the GPU workers, vLLM's replicas and (`ray` backend) environment
+    actors; verl places the agent-loop workers round robin over the nodes, and Ray the driver (verl's
+    task runner) on any node with a free CPU."""
+    from verl.trainer.ppo.utils import need_reference_policy
+
+    trainer, rollout = config.trainer, config.actor_rollout_ref.rollout
+    nodes, per_node = trainer.nnodes, trainer.n_gpus_per_node
+    backend = settings.rollout.env_backend
+    here = "the launcher" + (", the environment service" if backend == "http" else "")
+    reference = need_reference_policy(config) and not config.actor_rollout_ref.model.lora_rank
+    workers = f"{per_node} GPU worker(s) (actor{' and reference' if reference else ''} shards)"
+    replicas_text = (
+        f"{replicas // nodes} vLLM replica(s)" if replicas >= nodes else "a share of a vLLM replica"
+    )
+    actors = f", {settings.rollout.env_actors_per_node} environment actor(s)" if backend == "ray" else ""
+    if nodes == 1:
+        where = f"this node: {here}, {workers}, {replicas_text}{actors}, verl's driver and agent-loop workers"
+    else:
+        where = (
+            f"node 1 (this one, Ray's head): {here}; each of the {nodes} nodes: {workers}, {replicas_text}"
+            f"{actors}; {rollout.agent.num_workers} agent-loop workers round robin over the nodes; verl's "
+            "driver wherever Ray places it"
+        )
+    return ("where it runs", where, "trainer.nnodes, trainer.n_gpus_per_node, rollout.agent.num_workers")
 
 
 def env_actors_row(config: DictConfig, settings: SealSettings) -> tuple[str, str, str]:

@@ -57,7 +57,10 @@ def validate_sft(config: DictConfig) -> SFTSettings:
         )
     trainer = config.trainer
     if trainer.nnodes != 1:
-        raise ExperimentError("trainer.nnodes: the launcher runs SFT on one node (torchrun --standalone)")
+        raise ExperimentError(
+            f"trainer.nnodes={trainer.nnodes}: allowed: 1 (the launcher runs SFT on one node, under "
+            "torchrun --standalone)"
+        )
     if config.data.train_batch_size % trainer.n_gpus_per_node:
         raise ExperimentError("data.train_batch_size must be a multiple of trainer.n_gpus_per_node")
     try:

@@ -131,9 +131,58 @@ def test_a_ray_backend_dry_run_starts_no_service_and_plans_the_actors_per_node(c
     plan = plan_values(out)
     assert plan["environment actors"].startswith("2 node(s) x 3 = 6 Ray actors (node 1: 3, node 2: 3)")
     assert plan["environment service"].startswith("none (seal.rollout.env_backend=ray")
+    assert plan["GPUs"].startswith("8 (2 nodes x 4), tensor parallel 1")
+    assert plan["rollout replicas"] == "8"
+    assert plan["where it runs"].startswith(
+        "node 1 (this one, Ray's head): the launcher; each of the 2 nodes: 4 GPU worker(s) (actor and "
+        "reference shards), 4 vLLM replica(s), 3 environment actor(s); 8 agent-loop workers round robin"
+    )
     assert "started pid" not in out and out.count("): reward 1,") == 8  # on an in-process store
     assert launcher.main(["--conf", SEAL, "--dry-run", "--with-bfcl", "--", *overrides]) == 2
     assert "seal.rollout.env_backend=ray uses none" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (
+            [],
+            "with the environment service at http://127.0.0.1:8082, an address the rollout workers on the "
+            "other nodes cannot reach",
+        ),
+        (["--env-url", "http://localhost:9000"], "at http://localhost:9000, an address"),
+        (["--env-url", "http://0.0.0.0:9000"], "at http://0.0.0.0:9000, an address"),
+        (
+            ["--with-bfcl"],
+            "with --with-bfcl: the service the launcher starts listens on this node's loopback",
+        ),
+    ],
+)
+def test_several_nodes_with_a_service_on_loopback_are_refused_in_one_line_naming_the_fix(
+    flags, says, capsys, monkeypatch, tmp_path
+):
+    monkeypatch.chdir(tmp_path)
+    for dry_run in (["--dry-run"], []):  # refused before the GPU check, the data and the service
+        assert launcher.main(["--conf", SEAL, *dry_run, *flags, "--", "trainer.nnodes=2"]) == 2
+        captured = capsys.readouterr()
+        (line,) = captured.err.strip().splitlines()
+        assert line.startswith("launcher: trainer.nnodes=2") and says in line
+        assert "seal.rollout.env_backend=ray" in line and "--env-url" in line and "SEAL_ENV_TOKEN" in line
+        assert captured.out == "" and list(tmp_path.iterdir()) == []
+
+
+def test_several_nodes_take_a_service_beyond_loopback_only_where_one_answers(monkeypatch):
+    from seal.trainer.launch import environment
+
+    remote = "http://10.0.0.5:8082"
+    monkeypatch.setattr(environment, "is_healthy", lambda url: False)
+    problem = environment.multi_node_problem(2, "http", remote, fresh=False)
+    assert problem.startswith("trainer.nnodes=2: no environment service answers at http://10.0.0.5:8082")
+    monkeypatch.setattr(environment, "is_healthy", lambda url: url == remote)
+    assert environment.multi_node_problem(2, "http", remote, fresh=False) is None
+    assert environment.multi_node_problem(2, "http", "http://env-node:8082", fresh=False) is not None
+    assert environment.multi_node_problem(1, "http", "http://127.0.0.1:8082", fresh=True) is None
+    assert environment.multi_node_problem(3, "ray", "http://127.0.0.1:8082", fresh=False) is None
 
 
 EXPECTED_SEAL_PARTS = {
@@ -456,6 +505,82 @@ def test_without_gpus_training_exits_non_zero_with_one_line_before_ray(capsys, m
     (line,) = captured.err.strip().splitlines()
     assert line.startswith("launcher: no GPU on this machine")
     assert list(tmp_path.iterdir()) == []  # no service log, no record, no Ray session
+
+
+class FakeCluster:
+    """`ray.init`, `ray.nodes` and `ray.shutdown` of a running cluster with these GPUs per node (None: no
+    cluster answers), recording the address asked for and whether the connection was dropped again."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, gpus: list[int] | None) -> None:
+        import ray
+
+        self.gpus, self.addresses, self.connected = gpus, [], False
+        monkeypatch.setattr(ray, "init", self.init)
+        monkeypatch.setattr(ray, "nodes", self.nodes)
+        monkeypatch.setattr(ray, "shutdown", self.shutdown)
+
+    def init(self, address: str, **kwargs: object) -> None:
+        self.addresses.append(address)
+        if self.gpus is None:
+            raise ConnectionError("Could not find any running Ray instance.")
+        self.connected = True
+
+    def nodes(self) -> list[dict[str, object]]:
+        alive = [{"Alive": True, "Resources": {"CPU": 16.0, **({"GPU": g} if g else {})}} for g in self.gpus]
+        return [*alive, {"Alive": False, "Resources": {"CPU": 16.0, "GPU": 4.0}}]
+
+    def shutdown(self) -> None:
+        self.connected = False
+
+
+@pytest.mark.parametrize(
+    ("gpus", "overrides", "address", "says"),
+    [
+        ([0, 4, 4], [], "auto", None),  # a head without GPUs and two GPU nodes: fits
+        ([4, 4, 2], [], "auto", None),
+        ([4, 2], [], "auto", "the Ray cluster has 2 alive node(s) with 4, 2 GPU(s), 1 with 4 or more"),
+        (
+            None,
+            [],
+            "auto",
+            "no running Ray cluster joined (Could not find any running Ray instance); start Ray on every",
+        ),
+        (
+            None,
+            ["+ray_kwargs.ray_init.address=head:6379"],
+            "head:6379",
+            "no running Ray cluster joined at head:6379",
+        ),
+    ],
+)
+def test_several_nodes_are_checked_against_the_gpus_ray_reports_per_node(
+    gpus, overrides, address, says, monkeypatch
+):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)  # this node's own GPUs do not count
+    cluster = FakeCluster(monkeypatch, gpus)
+    config = compose_experiment(SEAL, ["trainer.nnodes=2", *overrides])
+    problem = launcher.gpu_problem(config)
+    assert cluster.addresses == [address] and not cluster.connected
+    if says is None:
+        assert problem is None
+    else:
+        assert problem.startswith("trainer.nnodes=2") and says in problem and "multi_node.md" in problem
+
+
+def test_a_multi_node_launch_without_a_cluster_exits_in_one_line_before_training(
+    capsys, monkeypatch, tmp_path
+):
+    FakeCluster(monkeypatch, None)
+    monkeypatch.chdir(tmp_path)
+    overrides = ["trainer.nnodes=2", "seal.rollout.env_backend=ray"]
+    assert launcher.main(["--conf", SEAL, "--", *overrides]) == 1
+    captured = capsys.readouterr()
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("launcher: trainer.nnodes=2: no running Ray cluster joined")
+    assert "ray start --head --port=6379 --num-gpus=4" in line and "ray start --address=HEAD:6379" in line
+    assert list(tmp_path.iterdir()) == []
 
 
 # -- answers before anything slow is imported ------------------------------------------------------------

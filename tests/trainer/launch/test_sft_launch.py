@@ -143,6 +143,11 @@ def test_verls_sft_entry_point_reads_the_recorded_config(folder, tmp_path):
         (["--test"], ["model.path=MODEL"], "takes no --test"),
         ([], ["model.path=/nowhere"], "model.path: /nowhere is not a model folder"),
         ([], ["model.path=MODEL", "trainer.n_gpus_per_node=3"], "multiple of trainer.n_gpus_per_node"),
+        (
+            [],
+            ["model.path=MODEL", "trainer.nnodes=2"],
+            "trainer.nnodes=2: allowed: 1 (the launcher runs SFT on one",
+        ),
     ],
 )
 def test_bad_sft_launches_are_refused_in_one_line(
@@ -160,3 +165,6 @@ def test_without_gpus_an_sft_launch_exits_with_one_line(folder, capsys, monkeypa
     monkeypatch.chdir(tmp_path)
     assert launcher.main(["--conf", SFT, "--", f"model.path={folder}"]) == 1
     assert capsys.readouterr().err.startswith("launcher: no GPU on this machine")
+    assert launcher.main(["--conf", SFT, "--", f"model.path={folder}", "trainer.nnodes=2"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()  # the config's refusal before the GPU check
+    assert line.startswith("launcher: trainer.nnodes=2: allowed: 1")

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# The paper's own launch at the paper's scale on one node of four GPUs: exp/SEAL.yaml as shipped on random bf16
+# weights of Qwen2.5-7B-Instruct's and ToolACE-2-8B's exact shape (built on the node with the real tokenizer and
+# template), a checkpoint save and a resume from it, timing runs with responses shaped like a trained model's,
+# the 1/2/4-GPU scaling of the 1.5B learning recipe and verl's LoRA on it. Each run in the background under
+# scripts/resource_sampler.py; scripts/backbone_table.py gives start-up, phases, tokens/s/GPU, MFU per phase and
+# peak GPU and host memory (scripts/step_table.py the LoRA run's rollout-vs-trainer agreement per step).
+#   bash scripts/gpu_paper_launch.sh build 7b|8b    the model folder in $MODELS (qwen2.5-7b, toolace-2-8b): the
+#                                    weightless one from .gpu/models/NAME (else built there: make_smoke_model.py,
+#                                    needs the tokenizer packages), then random bf16 weights (~1 min, 15-16 GB)
+#   bash scripts/gpu_paper_launch.sh next           start the first run of ORDER not yet done well (then `wait`)
+#   bash scripts/gpu_paper_launch.sh start RUN      launch RUN in the background
+#   bash scripts/gpu_paper_launch.sh wait [S]       follow the started run for at most S seconds (default 540);
+#                                    exit 0 when it ended well (its table printed), 1 failed, 3 still running
+#   bash scripts/gpu_paper_launch.sh run RUN        start RUN and wait for its end
+#   bash scripts/gpu_paper_launch.sh status         each run of ORDER: done, running, failed or to do
+#   bash scripts/gpu_paper_launch.sh table [RUN...] the tables of finished runs (default: all), then side by side
+#   bash scripts/gpu_paper_launch.sh show RUN       the launch RUN makes, one argument a line
+# ORDER (the most valuable first; minutes on 4 H100s, start-up included, roughly):
+#   7b          exp/SEAL.yaml as shipped, 2 steps: 32 prompts x 8 rollouts, only run length, validation and
+#               checkpoints overridden; random weights answer every turn to the 4,096-token cap, so this is the
+#               full-cap step, the memory peak (~11)
+#   7b-ckpt     the same, 1 step, a checkpoint saved (trainer.save_freq=1, ~91 GB of fp32 weights and AdamW) (~9)
+#   7b-resume   a second launch in 7b-ckpt's folder to step 2: verl resumes from the checkpoint; checked to log
+#               step 2 only; the checkpoint is then removed (the node's disk holds one) (~9)
+#   8b          ToolACE-2-8B as 7b: seal.rollout.protocol=python_list, data.max_prompt_length=9216 (with the
+#               Llama-3 tokenizer 45 of the 400 train openings pass 8,192 tokens; README, paper backbones) (~12)
+#   7b-shaped   the timing run: 7b with data.max_response_length=1152, so that a step holds the tokens a trained
+#               model's does (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average); not "as
+#               shipped": the cap is the one override beyond the three; its table checks the 7B targets (~9)
+#   8b-ckpt, 8b-resume, 8b-shaped   the same for the 8B (~9, ~9, ~10)
+#   scale-1, scale-2, scale-4   exp/learn_qwen_seal.yaml on $CODER (Qwen2.5-Coder-1.5B-Instruct, real weights)
+#               with trainer.n_gpus_per_node=1/2/4, 3 steps, no validation or checkpoint (~5 each)
+#   lora        exp/learn_qwen_seal.yaml on $CODER on 2 GPUs with verl's LoRA (rank 64, FSDP2, vLLM reads the base
+#               from the folder and gets only the adapters), 4 steps at lr 5e-5: the adapters move the policy, so
+#               a rollout-vs-trainer probability difference at scale-2's level (full fine-tuning) after 3+
+#               updates says the adapters reach vLLM; scripts/step_table.py prints it per step (~6)
+# MODELS (default /root/models) holds the model folders; CODER (default $MODELS/qwen2.5-coder-1.5b) the 1.5B;
+# PYTHON (default python3) runs the scripts. Runs go to experiments/paper_<run> (the resumes to their ckpt's).
+# A -ckpt run starts only with CHECKPOINT_GIB (default 110) GiB free under experiments/.
+set -uo pipefail
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
+case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
+mode=$1
+shift
+py=${PYTHON:-python3}
+models=${MODELS:-/root/models}
+coder=${CODER:-$models/qwen2.5-coder-1.5b}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the tables read the runs with seal
+state=experiments/.paper_launch
+checkpoint_gib=${CHECKPOINT_GIB:-110}  # the free space a -ckpt run asks for (the 8B's checkpoint: 96 GB)
+ORDER=(7b 7b-ckpt 7b-resume 8b 7b-shaped 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora)
+no_val=(trainer.val_before_train=false trainer.test_freq=-1)
+toolace=(seal.rollout.protocol=python_list data.max_prompt_length=9216)
+lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
+      actor_rollout_ref.rollout.load_format=safetensors actor_rollout_ref.actor.strategy=fsdp2
+      actor_rollout_ref.actor.fsdp_config.strategy=fsdp2 actor_rollout_ref.actor.optim.lr=5e-5)
+
+model_of() {  # model_of RUN: the model folder the run trains
+  case "$1" in 7b*) echo "$models/qwen2.5-7b" ;; 8b*) echo "$models/toolace-2-8b" ;; *) echo "$coder" ;; esac
+}
+
+launch_args() {  # launch_args RUN: the experiment, then the overrides beside the model path, one a line
+  run_args "$1" || return 2
+  case "$1" in 8b*) printf '%s\n' "${toolace[@]}" ;; esac
+}
+
+run_args() {  # run_args RUN: launch_args less the 8B's own settings
+  local run=$1
+  case "$run" in
+    7b|8b) printf '%s\n' exp/SEAL.yaml trainer.total_training_steps=2 "${no_val[@]}" trainer.save_freq=-1 ;;
+    7b-ckpt|8b-ckpt) printf '%s\n' exp/SEAL.yaml trainer.total_training_steps=1 "${no_val[@]}" trainer.save_freq=1 ;;
+    7b-resume|8b-resume) run_args "${run%-resume}" ;;
+    7b-shaped|8b-shaped) run_args "${run%-shaped}"; echo data.max_response_length=1152 ;;
+    scale-[124]) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=3 "${no_val[@]}" \
+          trainer.save_freq=-1 "trainer.n_gpus_per_node=${run#scale-}" ;;
+    lora) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=4 "${no_val[@]}" \
+          trainer.save_freq=-1 trainer.n_gpus_per_node=2 "${lora[@]}" ;;
+    *) return 2 ;;
+  esac
+}
+
+folder_of() { local run=${1%-resume}; [ "$run" = "$1" ] || run+=-ckpt; echo "experiments/paper_${run//-/_}"; }
+
+launch_line() {  # launch_line RUN: the whole launch, one argument a line
+  local args
+  mapfile -t args < <(launch_args "$1") || return 2
+  [ ${#args[@]} -gt 0 ] || return 2
+  printf '%s\n' launcher.py --conf "${args[0]}" --with-bfcl -- "actor_rollout_ref.model.path=$(model_of "$1")" \
+    "${args[@]:1}" "trainer.logger=[console,file]" "trainer.experiment_name=$(basename "$(folder_of "$1")")"
+}
+
+running() { [ -f "$state/pid" ] && kill -0 "$(cat "$state/pid")" 2>/dev/null; }
+
+start() {  # start RUN: the launch in its own session under the sampler; its pid and name in $state/
+  local run=$1 line folder out
+  mapfile -t line < <(launch_line "$run")
+  [ ${#line[@]} -gt 0 ] || { echo "gpu_paper_launch.sh: no run '$run' (see --help)" >&2; return 2; }
+  if running; then
+    echo "gpu_paper_launch.sh: $(cat "$state/name") is still running (wait, or kill -- -$(cat "$state/pid"))" >&2
+    return 2
+  fi
+  [ -f "$(model_of "$run")/config.json" ] || {
+    echo "gpu_paper_launch.sh: no model folder $(model_of "$run") (bash scripts/gpu_paper_launch.sh build ${run%%-*}, or CODER=DIR)" >&2
+    return 2
+  }
+  folder=$(folder_of "$run")
+  out=$folder/resources.json
+  if [[ $run == *-ckpt ]]; then
+    mkdir -p experiments
+    local free
+    free=$(df --output=avail -BG experiments | tail -n 1 | tr -dc 0-9)
+    [ "$free" -ge "$checkpoint_gib" ] || {
+      echo "gpu_paper_launch.sh: $run saves ~100 GB (fp32 weights and AdamW's moments); experiments/ has ${free} GiB free" >&2
+      return 2
+    }
+  fi
+  if [[ $run == *-resume ]]; then
+    [ -f "$state/${run%-resume}-ckpt.done" ] && [ -d "$folder/checkpoints" ] || {
+      echo "gpu_paper_launch.sh: $run resumes ${run%-resume}-ckpt's checkpoint: run ${run%-resume}-ckpt first" >&2
+      return 2
+    }
+    out=$folder/resume/resources.json
+  else
+    rm -rf "$folder"
+  fi
+  mkdir -p "$state" "$(dirname "$out")"
+  rm -f "$state/$run.done" "$state/$run.failed"
+  setsid "$py" scripts/resource_sampler.py --out "$out" --metrics "$folder/metrics" -- "$py" "${line[@]}" \
+    > "$(dirname "$out")/launch.log" 2>&1 < /dev/null &
+  echo $! > "$state/pid"
+  echo "$run" > "$state/name"
+  echo "$run started (pid $!): $(dirname "$out")/launch.log"
+}
+
+resumed() {  # resumed FOLDER: the resume launch logged step 2 only, after the checkpoint of step 1; its start-up
+  "$py" - "$1" <<'EOF'
+import json, sys
+from pathlib import Path
+
+folder = Path(sys.argv[1])
+saved = (folder / "checkpoints" / "latest_checkpointed_iteration.txt").read_text().strip()
+launches = [[json.loads(line) for line in path.read_text().splitlines()]
+            for path in sorted((folder / "metrics").glob("*.jsonl"))]
+steps = [{r["step"]: r["data"]["timing_s/step"] for r in launch if "timing_s/step" in r["data"]} for launch in launches]
+print(f"checkpoint of step {saved}; the steps each launch logged: {[sorted(s) for s in steps]}")
+ok = saved == "1" and [sorted(s) for s in steps[-2:]] == [[1], [2]]
+found = json.loads((folder / "resume" / "resources.json").read_text())
+if ok and "2" in found["step_seen_s"]:
+    print(f"resume launch: start-up {found['step_seen_s']['2'] - steps[-1][2]:.1f} s (the checkpoint's load "
+          f"included), step 2 {steps[-1][2]:.1f} s, peak GPU {found['peak_gpu_used_gib']} GiB, peak node "
+          f"{found['peak_node_used_gib']} GiB")
+sys.exit(0 if ok else 1)
+EOF
+}
+
+report() {  # report RUN: its table (the LoRA run: the agreement per step too)
+  local run=$1 folder
+  folder=$(folder_of "$run")
+  "$py" scripts/backbone_table.py "$folder"
+  [ "$run" = lora ] && "$py" scripts/step_table.py "$folder"
+  return 0
+}
+
+follow() {  # follow SECONDS: progress until the started run ends or SECONDS pass
+  local limit=$1 run pid folder log started=$SECONDS
+  [ -f "$state/pid" ] || { echo "gpu_paper_launch.sh: nothing was started" >&2; return 2; }
+  pid=$(cat "$state/pid"); run=$(cat "$state/name"); folder=$(folder_of "$run")
+  log=$folder/launch.log
+  [[ $run == *-resume ]] && log=$folder/resume/launch.log
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ $((SECONDS - started)) -ge "$limit" ]; then
+      echo "$run still running after $limit s: call wait again"
+      return 3
+    fi
+    sleep 2
+    [ $(((SECONDS - started) % 30)) -lt 2 ] && grep -a '\[sampler\]' "$log" | tail -n 1
+  done
+  if grep -qs '"returncode": 0' "$(dirname "$log")/resources.json" && { [[ $run != *-resume ]] || resumed "$folder"; }; then
+    touch "$state/$run.done"
+    echo "$run finished: $log"
+    report "$run"
+    if [[ $run == *-resume ]]; then rm -rf "$folder/checkpoints"; echo "$run: checkpoint removed (disk)"; fi
+    return 0
+  fi
+  touch "$state/$run.failed"
+  echo "$run failed: the end of $log follows" >&2
+  tail -n 40 "$log" >&2
+  return 1
+}
+
+status_of() {
+  if [ -f "$state/$1.done" ]; then echo done
+  elif running && [ "$(cat "$state/name")" = "$1" ]; then echo running
+  elif [ -f "$state/$1.failed" ]; then echo failed
+  else echo "to do"
+  fi
+}
+
+build() {  # build NAME: the weightless folder (carried in .gpu/models, else built), then random bf16 weights
+  local name=$1 src=.gpu/models/$1
+  [ -f "$src/config.json" ] || "$py" scripts/make_smoke_model.py "$name" "$src" || return 1
+  bash scripts/gpu_backbone_runs.sh build "$src" "$name"
+}
+
+case "$mode" in
+  build)
+    case "${1:-}" in 7b) build qwen2.5-7b ;; 8b) build toolace-2-8b ;;
+      *) echo "usage: gpu_paper_launch.sh build 7b|8b" >&2; exit 2 ;; esac ;;
+  next)
+    running && { echo "gpu_paper_launch.sh: $(cat "$state/name") is still running (wait)" >&2; exit 2; }
+    for run in "${ORDER[@]}"; do
+      [ "$(status_of "$run")" = "to do" ] || continue
+      [[ $run == *-resume ]] && [ ! -f "$state/${run%-resume}-ckpt.done" ] && continue
+      start "$run"; exit $?
+    done
+    echo "gpu_paper_launch.sh: nothing left to start (status)"; exit 0 ;;
+  start) [ $# -eq 1 ] || { usage >&2; exit 2; }; start "$1" ;;
+  wait) follow "${1:-540}" ;;
+  run) [ $# -eq 1 ] || { usage >&2; exit 2; }; start "$1" && follow 1000000 ;;
+  status) for run in "${ORDER[@]}"; do printf '%-10s %s\n' "$run" "$(status_of "$run")"; done ;;
+  show) [ $# -eq 1 ] || { usage >&2; exit 2; }
+    launch_line "$1" || { echo "gpu_paper_launch.sh: no run '$1' (see --help)" >&2; exit 2; } ;;
+  table)
+    runs=("$@"); [ ${#runs[@]} -gt 0 ] || runs=("${ORDER[@]}")
+    folders=()
+    for run in "${runs[@]}"; do
+      [ -f "$state/$run.done" ] && folders+=("$(folder_of "$run")")
+    done
+    [ ${#folders[@]} -gt 0 ] || { echo "gpu_paper_launch.sh: no finished runs" >&2; exit 1; }
+    mapfile -t folders < <(printf '%s\n' "${folders[@]}" | awk '!seen[$0]++')
+    "$py" scripts/backbone_table.py "${folders[@]}" ;;
+  *) echo "gpu_paper_launch.sh: unknown mode '$mode' (see --help)" >&2; exit 2 ;;
+esac
