@@ -186,6 +186,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     from seal.trainer.launch.environment import environment, preflight, service_row
     from seal.trainer.launch.holdout import TEST_FILE
     from seal.trainer.launch.kernel import configure_attention
+    from seal.trainer.launch.model_need import missing_model
     from seal.trainer.launch.plan import format_plan, plan_rows
     from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
     from seal.trainer.launch.service_omega import omega_start
@@ -193,6 +194,9 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     from seal.trainer.sft_settings import is_sft
 
     config = compose(args.conf, args.overrides)
+    missing = missing_model(args.conf, config)
+    if missing is not None:
+        raise LaunchError(missing, status=2)
     if is_sft(config):
         return launch_sft(args, config, entry, argv)
     attention = configure_attention(config)
@@ -200,8 +204,8 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
         problem = gpu_problem(config) or attention.problem
         if problem is not None:
             raise LaunchError(problem)
-    settings = validate_experiment(config, check_data=False)
     check_model_path(config)
+    settings = validate_experiment(config, check_data=False)
     if args.test:
         check_test_protocol(config)
     if settings.rollout.env_backend == "ray" and (args.with_bfcl or args.env_url):
