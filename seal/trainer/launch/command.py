@@ -183,6 +183,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     environment and preflight it, print the plan; unless a dry run: record, train, test."""
     from seal.trainer.experiment import validate_experiment
     from seal.trainer.launch.checks import check_model_path, check_test_protocol
+    from seal.trainer.launch.engine_notices import quiet_engine_notices
     from seal.trainer.launch.environment import environment, preflight, service_row
     from seal.trainer.launch.holdout import TEST_FILE
     from seal.trainer.launch.kernel import configure_attention
@@ -193,6 +194,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     from seal.trainer.preflight import check_data, data_files
     from seal.trainer.sft_settings import is_sft
 
+    quiet_engine_notices()
     config = compose(args.conf, args.overrides)
     missing = missing_model(args.conf, config)
     if missing is not None:

@@ -123,6 +123,8 @@ def test_dry_run_of_seal_from_the_command_line_prints_table_4(tmp_path):
     assert plan["environment service"].startswith(f"one the launch starts (none answers at {silent})")
     assert "dry run" in done.stdout
     assert "Disabled critic" not in done.stderr  # GRPO: the config says there is no critic
+    output = done.stdout + done.stderr  # verl's notices of engines it lacks and of no GPU are kept out
+    assert "engine is not available" not in output and "accelerator" not in output
     assert all(len(line) <= 100 or len(line.split()) == 1 for line in plan_lines(done.stdout))
     assert not (tmp_path / "launcher_record").exists() and not (tmp_path / "experiments").exists()
 
