@@ -186,7 +186,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     environment and preflight it, print the plan; unless a dry run: record, train, test."""
     from seal.trainer.experiment import validate_experiment
     from seal.trainer.launch.checks import check_model_path, check_test_protocol
-    from seal.trainer.launch.engine_notices import quiet_engine_notices
+    from seal.trainer.launch.engine_notices import quiet_engine_notices, quiet_workers
     from seal.trainer.launch.environment import environment, preflight, service_row
     from seal.trainer.launch.holdout import TEST_FILE
     from seal.trainer.launch.kernel import configure_attention
@@ -231,6 +231,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
             print("\ndry run: config, data and environment are ready; nothing was started on a GPU")
             return 0
         log_metrics_to(config, run_dir / "metrics" / f"{stamp}.jsonl")
+        quiet_workers(config)
         record = write_record(
             RECORD_ROOT / str(config.trainer.experiment_name) / stamp,
             config,

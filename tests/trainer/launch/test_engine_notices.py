@@ -4,11 +4,20 @@ any other warning, and anything worse than a warning, still shows."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import warnings
 
 import pytest
+from omegaconf import OmegaConf
 
-from seal.trainer.launch.engine_notices import PLATFORM_LOGGER, quiet_engine_notices
+from seal.trainer.launch.engine_notices import (
+    OPTIONAL_ENGINES,
+    PLATFORM_LOGGER,
+    quiet_engine_notices,
+    quiet_workers,
+)
 
 
 def warn_from_verls_engines(message: str) -> list[str]:
@@ -54,3 +63,37 @@ def test_the_no_gpu_notices_are_dropped_and_the_platform_manager_s_other_records
         "Platform 'nvidia' changed its mind",
         "No supported accelerator detected. Registered: x.",
     ]
+
+
+def test_the_trainer_s_ray_workers_drop_the_engine_notices_and_keep_other_warnings():
+    config = OmegaConf.create(
+        {"ray_kwargs": {"ray_init": {"runtime_env": {"env_vars": {"PYTHONWARNINGS": "error"}}}}}
+    )
+    quiet_workers(config)
+    filters = config.ray_kwargs.ray_init.runtime_env.env_vars.PYTHONWARNINGS
+    assert filters.startswith("error,")  # the config's own filter is kept (later ones take precedence)
+    notices = [f"{engine} engine is not available: ModuleNotFoundError('x')" for engine in OPTIONAL_ENGINES]
+    script = (
+        "import warnings\n"
+        f"for message in {[*notices, 'another warning']!r}:\n"
+        "    try:\n"
+        "        scope = {'__name__': 'verl.workers.engine', 'message': message}\n"
+        "        exec('import warnings; warnings.warn(message)', scope)\n"
+        "    except UserWarning as raised:\n"
+        "        print('raised', raised)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONWARNINGS": filters},
+        capture_output=True,
+        text=True,
+    )
+    assert done.stdout == "raised another warning\n" and done.stderr == ""
+
+
+def test_a_config_without_worker_variables_gets_them():
+    config = OmegaConf.create({"ray_kwargs": {"ray_init": {"runtime_env": {}}}})
+    quiet_workers(config)
+    assert (
+        config.ray_kwargs.ray_init.runtime_env.env_vars.PYTHONWARNINGS.count("engine is not available") == 5
+    )
