@@ -523,6 +523,16 @@ def test_a_missing_experiment_file_is_refused_in_one_line_without_importing_the_
     assert imported == []
 
 
+def test_a_misspelt_override_is_refused_without_importing_verl_or_torch():
+    """Composition finds verl's configs on disk, and the command line's keys are checked first: the refusal
+    needs neither verl nor torch (seconds to import)."""
+    done, imported = launcher_in_a_fresh_interpreter("--conf", SEAL, "--dry-run", "--", "trainer.tset_freq=5")
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("launcher: trainer.tset_freq=5: ") and "did you mean `trainer.test_freq`?" in line
+    assert not {"verl", "torch", "tensordict"} & set(imported)
+
+
 # -- seal train: the same launch under the `seal` command ---------------------------------------------------
 def test_seal_train_prints_the_plan_launcher_py_prints(capsys, monkeypatch, tmp_path):
     """`seal train` and `python launcher.py` are one launch: same lines, same plan, same exit status."""
