@@ -26,15 +26,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
-from torch.utils.checkpoint import checkpoint
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+from typing import TYPE_CHECKING
 
 from seal.bfcl.tasks import split_ids
 from seal.env.episode import Episode
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.attention import NAME as TORCH_VARLEN
+from seal.trainer.launch.kernel import TORCH_VARLEN
+
+if TYPE_CHECKING:  # torch and transformers are imported where used: --help answers without them
+    import torch
+    from transformers import PreTrainedModel
 
 PADDED = "sdpa"
 
@@ -99,6 +100,8 @@ def token_ids(tokenizer, messages: list[dict[str, str]], max_length: int) -> lis
 
 def packed_inputs(sequences: list[list[int]], device: str) -> dict[str, torch.Tensor]:
     """One (1, T) row, positions restarting at 0 for each sequence: what verl feeds with remove padding."""
+    import torch
+
     ids = torch.tensor([token for sequence in sequences for token in sequence], device=device)
     positions = torch.cat([torch.arange(len(sequence), device=device) for sequence in sequences])
     return {"input_ids": ids[None], "position_ids": positions[None]}
@@ -106,6 +109,8 @@ def packed_inputs(sequences: list[list[int]], device: str) -> dict[str, torch.Te
 
 def padded_inputs(sequences: list[list[int]], pad_id: int, device: str) -> dict[str, torch.Tensor]:
     """(B, L) right-padded to the longest sequence, with its 2-D mask."""
+    import torch
+
     width = max(len(sequence) for sequence in sequences)
     ids = torch.full((len(sequences), width), pad_id, device=device)
     mask = torch.zeros(len(sequences), width, dtype=torch.long, device=device)
@@ -125,6 +130,7 @@ def sequence_hidden(model: PreTrainedModel, inputs: dict[str, torch.Tensor], len
 
 def next_token_log_probs(model: PreTrainedModel, hidden: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """log p(ids[t+1] | ids[..t]) in float32, checkpointed: the (length, vocab) logits are not kept."""
+    from torch.utils.checkpoint import checkpoint
 
     def compute(states: torch.Tensor) -> torch.Tensor:
         logits = model.get_output_embeddings()(states[:-1]).float()
@@ -134,6 +140,8 @@ def next_token_log_probs(model: PreTrainedModel, hidden: torch.Tensor, ids: torc
 
 
 def log_probs(model: PreTrainedModel, inputs: dict[str, torch.Tensor], sequences: list[torch.Tensor]):
+    import torch
+
     lengths = [len(sequence) for sequence in sequences]
     hidden = sequence_hidden(model, inputs, lengths)
     return torch.cat(
@@ -155,6 +163,8 @@ def timed(run: Callable[[], object], repeats: int, device: str) -> float:
 
 
 def _synchronize(device: str) -> None:
+    import torch
+
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -166,6 +176,8 @@ def run_pass(
     sequences: list[torch.Tensor],
     args: argparse.Namespace,
 ) -> Pass:
+    import torch
+
     model.set_attn_implementation(name)
     model.zero_grad(set_to_none=True)
     with torch.no_grad():
@@ -216,6 +228,11 @@ def report(varlen: Pass, padded: Pass, real_tokens: int, sequences: int) -> tupl
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import seal.trainer.attention  # noqa: F401  (registers torch_varlen with transformers)
+
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         print("attention_check: no CUDA GPU here (torch's varlen kernels need one, sm80+)", file=sys.stderr)
         return 1

@@ -22,17 +22,12 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import psutil
-import verl
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf, open_dict
 from tqdm import tqdm
-from transformers import AutoTokenizer
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopWorker
-from verl.protocol import DataProto
 
 from seal.bfcl.tasks import CATEGORIES, get_task, split_ids
 from seal.dataset import TRAIN_AGENT
@@ -41,13 +36,14 @@ from seal.env.connect import close_shared_clients
 from seal.env.episode import Episode
 from seal.env.process import running_service
 from seal.protocol.ground_truth import ground_truth_actions
-from seal.trainer.rl.agent_loop import agent_loop_config_path
 from seal.trainer.rl.trajectory import TRAJECTORY_KEYS, TrajectoryFields
 from seal.trainer.rollout_settings import RolloutSettings
-from seal.trainer.sft.scripted_server import ScriptedLLMServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's doubles, shared with it
-from tests.support.doubles import build_chatml_model_folder
+
+if TYPE_CHECKING:  # verl, transformers and the suite's doubles are imported where used: seconds to load
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+    from verl.protocol import DataProto
 
 
 def candidate_tasks(max_calls: int) -> list[str]:
@@ -121,6 +117,10 @@ class Phases:
 
 
 def trainer_config(folder: Path, url: str, prompt_length: int, response_length: int) -> Any:
+    import verl
+
+    from seal.trainer.rl.agent_loop import agent_loop_config_path
+
     with initialize_config_dir(
         config_dir=str(Path(verl.__file__).parent / "trainer" / "config"), version_base=None
     ):
@@ -140,6 +140,9 @@ def trainer_config(folder: Path, url: str, prompt_length: int, response_length: 
 
 
 async def run_loop(worker: AgentLoopWorker, rows: list[dict[str, Any]]) -> tuple[DataProto, float]:
+    import numpy as np
+    from verl.protocol import DataProto
+
     columns = {}
     for key in rows[0]:
         column = np.empty(len(rows), dtype=object)
@@ -176,6 +179,12 @@ def cpu_seconds() -> float:
 
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    from transformers import AutoTokenizer
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
+
+    from seal.trainer.sft.scripted_server import ScriptedLLMServer
+    from tests.support.doubles import build_chatml_model_folder
+
     per_category = args.trajectories // args.group // len(CATEGORIES)
     conversations = {
         task_id: ground_truth_conversation(task_id)
@@ -245,6 +254,8 @@ async def sequential_breakdown(
 ) -> dict[str, Any]:
     """Where a trajectory's time goes: `count` trajectories one at a time (phases cannot overlap),
     against the same episodes replayed one at a time."""
+    from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopWorker
+
     phases = Phases()
     for name in ("ct_build_initial_tokens", "ct_merge_assistant_token", "ct_merge_context_msg"):
         phases.wrap(AgentLoopBase, name, "token building")

@@ -33,14 +33,12 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 import psutil
-import ray
 from tqdm import tqdm
 
 from seal.bfcl.tasks import load_tasks, split_ids
 from seal.env.client import EnvClient, EnvServiceError, HttpEnvClient, InProcessEnvClient, open_episode
 from seal.env.episode import EpisodeResult
 from seal.env.process import ServiceStartError, running_service
-from seal.env.ray_actors import FLEET_NAME, NAMESPACE, RayEnvClient, start_env_actors
 from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
 from seal.protocol.ground_truth import ground_truth_actions
@@ -340,6 +338,10 @@ async def bench_replay(args: argparse.Namespace) -> dict[str, Any]:
 
 async def ray_run(args: argparse.Namespace, plan: dict[str, list[str]], actors: int) -> Run:
     """The replay through `actors` environment actors on this node; service CPU and RSS are theirs."""
+    import ray
+
+    from seal.env.ray_actors import FLEET_NAME, NAMESPACE, RayEnvClient, start_env_actors
+
     placement = start_env_actors(StoreSettings(max_episodes=max(args.concurrency, 512)), per_node=actors)
     names = [name for names in placement.actors.values() for name in names]
     handles = [ray.get_actor(name, namespace=NAMESPACE) for name in names]
@@ -362,6 +364,10 @@ async def ray_run(args: argparse.Namespace, plan: dict[str, list[str]], actors: 
 
 
 def _named_actor_exists(name: str) -> bool:
+    import ray
+
+    from seal.env.ray_actors import NAMESPACE
+
     try:
         ray.get_actor(name, namespace=NAMESPACE)
     except ValueError:
@@ -371,6 +377,8 @@ def _named_actor_exists(name: str) -> bool:
 
 async def bench_ray(args: argparse.Namespace) -> dict[str, Any]:
     """One HTTP service, then N environment actors for each N of --actors, on the same episodes."""
+    import ray
+
     tasks, plan = replay_plan(args, args.episodes)
     runs: dict[str, Run] = {"http": await http_run(args, plan)}
     ray.init(num_cpus=psutil.cpu_count(), include_dashboard=False, logging_level="warning")

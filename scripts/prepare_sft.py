@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from seal.dataset import DATA_DIR
-from seal.trainer.experiment import PROJECT_ROOT, ExperimentError
-from seal.trainer.sft.data import SFTDataError, episode_config, sft_rows, write_sft_parquet
+
+if TYPE_CHECKING:  # pandas, and verl under seal.trainer, are imported after --help has been answered
+    import pandas as pd
 
 SFT_FILE = "bfcl_sft_train.parquet"
 
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--tokenizer", type=Path, required=True, help="model folder whose tokenizer is used")
     parser.add_argument(
-        "--conf", type=Path, default=PROJECT_ROOT / "exp" / "SEAL.yaml", help="the RL experiment to replay"
+        "--conf", type=Path, default=DATA_DIR.parent / "exp" / "SEAL.yaml", help="the RL experiment to replay"
     )
     parser.add_argument("--out", type=Path, default=DATA_DIR, help=f"folder of {SFT_FILE}")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of the RL experiment (after --)")
@@ -52,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.tokenizer / "config.json").is_file():
         print(f"prepare_sft: {args.tokenizer} is not a model folder (no config.json)", file=sys.stderr)
         return 1
+    import pandas as pd
+
+    from seal.trainer.experiment import ExperimentError
+    from seal.trainer.sft.data import SFTDataError, episode_config, sft_rows, write_sft_parquet
+
     try:
         rows = sft_rows(episode_config(args.conf, args.tokenizer.resolve(), args.overrides))
         path = args.out / SFT_FILE

@@ -68,7 +68,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from seal.reports.tables import markdown_table, plot_label_shares, summarize
+    from seal.reports.tables import markdown_table, plot_label_shares, run_name, summarize
 
     if args.out.exists() and not args.out.is_dir():
         return _fail(f"--out {args.out} is a file; name a folder to write the diagnosis into")
@@ -80,7 +80,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         return code
     summary = summarize(records)
     table = markdown_table(summary)
-    title = f"Turn labels ({args.taxonomy} taxonomy) — {args.input.name}"
+    title = f"Turn labels ({args.taxonomy} taxonomy) — {run_name(args.input)}"
     outputs = {
         target: "".join(json.dumps(record) + "\n" for record in records),
         args.out / "actions.jsonl": "".join(json.dumps(log) + "\n" for log in logs),

@@ -18,8 +18,6 @@ from collections import Counter
 from collections.abc import Collection
 from pathlib import Path
 
-import pandas as pd
-
 from seal.bfcl.tasks import CATEGORIES, SPLITS, get_task, split_ids
 from seal.env.episode import Episode
 
@@ -51,6 +49,8 @@ def rows(split: str, tasks: Collection[str] | None = None) -> list[dict]:
 
 def parquet_bytes(split: str) -> bytes:
     buffer = io.BytesIO()
+    import pandas as pd  # here: `DATA_DIR` and the project root are read by commands that never write data
+
     pd.DataFrame(rows(split)).to_parquet(buffer, index=False, engine="pyarrow", compression="zstd")
     return buffer.getvalue()
 

@@ -83,3 +83,19 @@ def test_a_folder_given_as_input_is_named_as_a_folder(tmp_path, capsys):
         f"did you mean {tmp_path / 'actions.jsonl'} (what seal eval writes)?"
     )
     assert not (tmp_path / "report").exists()
+
+
+@pytest.mark.parametrize(
+    ("relative", "run"), [("qwen_eval/actions.jsonl", "qwen_eval"), ("logs_a.jsonl", "logs_a")]
+)
+def test_the_label_chart_is_titled_by_the_run_not_by_the_file(relative, run, tmp_path, monkeypatch):
+    import seal.reports.tables as tables
+
+    titles = []
+    monkeypatch.setattr(tables, "plot_label_shares", lambda summary, path, title: titles.append(title))
+    logs = tmp_path / relative
+    logs.parent.mkdir(parents=True, exist_ok=True)
+    logs.write_text(CASES.read_text())
+    assert main(["diagnose", "--input", str(logs), "--out", str(tmp_path / "out")]) == 0
+    (title,) = titles
+    assert title.endswith(f"— {run}") and "actions.jsonl" not in title

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from transformers import PreTrainedTokenizerFast
+from typing import TYPE_CHECKING, Any
 
 from seal.backbones.gguf_parts import QWEN25_CODER_15B_PARTS, GgufParts
 from seal.backbones.templates import LLAMA3_TEMPLATE, QWEN25_TEMPLATE
 from seal.backbones.tokenizers import llama31_tokenizer, qwen25_tokenizer
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 _QWEN2_COMMON: dict[str, Any] = {
     "architectures": ["Qwen2ForCausalLM"],

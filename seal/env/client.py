@@ -17,6 +17,7 @@ import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
 
+from seal.connection import is_refused, refused_at
 from seal.env import wire
 from seal.env.action_limit import kept_action
 from seal.env.auth import TOKEN_HEADER, token_from_environment
@@ -26,6 +27,8 @@ from seal.protocol.representable import unicode_text
 from seal.urls import masked_url, split_credentials
 
 T = TypeVar("T")
+SERVICE = "the environment service (`seal serve`, or the launcher's)"
+"""What a refused connection asks to check."""
 
 
 class EnvServiceError(Exception):
@@ -159,9 +162,13 @@ class HttpEnvClient:
             attempt += 1
             delay = self.backoff * 2 ** (attempt - 1)
             if attempt > self.retries or loop.time() + delay >= deadline:
+                where = f"{method} {masked_url(self.base_url)}{path}"
+                if is_refused(error):
+                    raise EnvUnavailableError(
+                        f"{where}: {refused_at(masked_url(self.base_url), SERVICE)} ({attempt} attempt(s))"
+                    ) from error
                 raise EnvUnavailableError(
-                    f"{method} {masked_url(self.base_url)}{path}: unreachable after {attempt} attempt(s)"
-                    f" ({_describe(error)})"
+                    f"{where}: unreachable after {attempt} attempt(s) ({_describe(error)})"
                 ) from error
             await asyncio.sleep(delay)
         if response.status_code >= 400:

@@ -108,7 +108,7 @@ class EnvActor:
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class EnvFleet:
-    """Places, replaces and updates the environment actors; one call at a time (a plain actor)."""
+    """Places, replaces and updates the environment actors; serves its callers in turn (a plain actor)."""
 
     def __init__(self, settings: StoreSettings, per_node: int, omega: dict[str, Any] | None = None) -> None:
         self.settings = settings

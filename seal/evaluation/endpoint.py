@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from seal.connection import is_refused, refused_at
 from seal.env.driver import ModelError
 from seal.protocol.representable import unicode_text
 from seal.urls import MASK, masked_url, url_secrets
@@ -29,6 +30,8 @@ RETRY_STATUS = frozenset({408, 429})
 AUTH_STATUS = frozenset({401, 403})
 EXCERPT_CHARS = 200
 SHORT_EXCERPT_CHARS = 60
+ENDPOINT = "the endpoint (--base-url)"
+"""What a refused connection asks to check."""
 """Per body, where one line names two answers."""
 PREFLIGHT_TIMEOUT_S = 10.0
 NO_ROUTE_STATUS = frozenset({404, 405, 501})
@@ -234,6 +237,8 @@ class ChatEndpoint:
     def _unanswered(self, where: str, exc: httpx.RequestError) -> str:
         """Why a request got no HTTP answer, and what to check."""
         kind = type(exc).__name__
+        if is_refused(exc):
+            return refused_at(where, ENDPOINT)
         if isinstance(exc, httpx.ConnectTimeout):
             return f"cannot reach {where}: no connection within {self._preflight_timeout:g} s ({kind})"
         if isinstance(exc, httpx.TimeoutException):
@@ -274,7 +279,11 @@ class ChatEndpoint:
                 reason = f"timed out after {self.timeout:g}s ({type(exc).__name__})"
                 continue
             except httpx.RequestError as exc:
-                reason = self._clean(f"{type(exc).__name__}: {exc}")
+                refused = is_refused(exc)
+                why = (
+                    refused_at(masked_url(self.url), ENDPOINT) if refused else f"{type(exc).__name__}: {exc}"
+                )
+                reason = self._clean(why)
                 continue
             if response.status_code in RETRY_STATUS or response.status_code >= 500:
                 reason = self._clean(f"HTTP {response.status_code}: {response.text}")

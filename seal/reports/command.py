@@ -4,6 +4,7 @@
     seal report experiments/SEAL --sft experiments/sft_eval   # with validation-only launches beside it
     seal report experiments/SEAL experiments/vanilla --steps  # per step: timings, reward, A-Patch, ρ, Ω
     seal report --ood base=runs/ood/base seal=runs/ood/seal    # the paper's Table 2 from OOD evaluations
+    seal report runs/eval_val                           # a `seal eval` folder: pass rates, cuts, loops
 
 Without --steps: per run, the val pass rate of every validated step and the test pass rate of the tested
 checkpoints (Avg is their mean, as in the paper), written with curves and label shares into --out
@@ -11,8 +12,10 @@ checkpoints (Avg is their mean, as in the paper), written with curves and label 
 and SEAL's numbers per training step from the metrics files, two runs side by side (`seal.reports.steps`;
 `scripts/step_table.py` is the same view). With --ood NAME=DIR: models' `seal eval --suite` folders side by
 side in the shape of the paper's Table 2 (`seal.reports.table2`; --out also writes table2.md and
-table2.json). The pass-rate report ends with the `seal view` command that shows the runs' episodes turn by
-turn. Exit status: 0 done, 1 a folder cannot be read, 2 bad arguments.
+table2.json). A `seal eval --out` folder given as RUN is read as one (`seal.reports.eval_folder`): pass rate
+and label shares per category, the episodes each limit cut and those that end in a loop. The pass-rate report
+ends with the `seal view` command that shows the runs' episodes turn by turn. Exit status: 0 done, 1 a folder
+is missing or cannot be read, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -32,7 +35,11 @@ def make_parser(subparsers: Any = None) -> argparse.ArgumentParser:
     """The parser of `seal report`, standalone or as a sub-command of `seal` (`subparsers`)."""
     parser = command_parser(subparsers, "report", prog=PROG, help=HELP, description=__doc__)
     parser.add_argument(
-        "runs", nargs="*", type=Path, metavar="RUN", help="run folder(s), e.g. experiments/SEAL; at most two"
+        "runs",
+        nargs="*",
+        type=Path,
+        metavar="RUN",
+        help="run folder(s), e.g. experiments/SEAL, or seal eval output folder(s); at most two",
     )
     parser.add_argument("--steps", action="store_true", help="the per-step table instead of the pass rates")
     parser.add_argument(
@@ -66,6 +73,10 @@ def main(args: argparse.Namespace) -> int:
         args.parser.error("give one run, or two to compare")
     if args.steps and (args.out is not None or args.sft):
         args.parser.error("--out and --sft belong to the pass-rate report, not to --steps")
+    missing = next((run for run in args.runs if not run.is_dir()), None)
+    if missing is not None:
+        print(f"seal report: no such folder: {missing}", file=sys.stderr)
+        return 1
     try:
         if args.ood:
             from seal.reports import table2
@@ -76,11 +87,17 @@ def main(args: argparse.Namespace) -> int:
 
             print_steps(args.runs)
         else:
+            from seal.reports.eval_folder import is_eval_folder, report_eval
             from seal.reports.runs import report
 
             for run in args.runs:
                 out = run / "stats" if args.out is None else args.out
-                report(run, out / run.name if len(args.runs) == 2 and args.out else out, args.sft)
+                out = out / run.name if len(args.runs) == 2 and args.out else out
+                if is_eval_folder(run):
+                    print(report_eval(run, out), end="")
+                    print(f"wrote {out}")
+                else:
+                    report(run, out, args.sft)
     except (ValueError, KeyError, OSError) as exc:
         print(f"seal report: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1

@@ -38,6 +38,7 @@ import math
 import sys
 from collections.abc import Sequence
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,11 @@ CHECKPOINT_PREFIX = "global_step_"
 TEST_MARKERS = ("s", "D")
 """Markers of the best-val and the last checkpoint's test pass rates in val_curves.png."""
 CHECKPOINT_NAMES = {"best": "best-val checkpoint", "last": "last checkpoint"}
+CATEGORY_STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"))
+"""Marker and line style of each category's val curve in val_curves.png: categories with equal pass rates
+would otherwise hide one another."""
+DODGE = 0.05
+"""How far apart, in parts of the smallest step interval, neighbouring categories' curves are drawn."""
 COLUMNS = ["split", "step", "checkpoint", *(SHORT_NAMES[c] for c in CATEGORIES), "Avg", "n"]
 
 
@@ -244,8 +250,9 @@ def write_csv(path: Path, columns: Sequence[str], rows: Sequence[dict[str, Any]]
 def val_curves_figure(
     val: Sequence[SplitScore], test: Sequence[tuple[str, SplitScore]], best: SplitScore, title: str
 ) -> Any:
-    """Val pass rate per category and Avg at every validation step; the tested checkpoints' test pass
-    rates as markers at their steps (hollow: per category, filled: Avg)."""
+    """Val pass rate per category and Avg at every validation step, each category in its own marker and
+    line style and dodged a little sideways, so equal curves stay visible; the tested checkpoints' test
+    pass rates as markers at their steps (hollow: per category, filled: Avg)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -253,11 +260,21 @@ def val_curves_figure(
     from matplotlib.ticker import MaxNLocator
 
     steps = [score.step for score in val]
+    spacing = min((b - a for a, b in pairwise(steps)), default=1)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     colours = {}
-    for category in CATEGORIES:
+    for k, category in enumerate(CATEGORIES):
         rates = [100 * score.by_category.get(category, float("nan")) for score in val]
-        (line,) = ax.plot(steps, rates, marker="o", markersize=3, label=f"val {SHORT_NAMES[category]}")
+        marker, linestyle = CATEGORY_STYLES[k % len(CATEGORY_STYLES)]
+        dodge = (k - (len(CATEGORIES) - 1) / 2) * DODGE * spacing
+        (line,) = ax.plot(
+            [step + dodge for step in steps],
+            rates,
+            marker=marker,
+            linestyle=linestyle,
+            markersize=4,
+            label=f"val {SHORT_NAMES[category]}",
+        )
         colours[category] = line.get_color()
     ax.plot(steps, [100 * score.mean for score in val], color="black", linewidth=2.2, label="val Avg")
     ax.axvline(best.step, color="grey", linestyle=":", label=f"best val (step {best.step})")
@@ -313,6 +330,8 @@ def save(fig: Any, path: Path) -> None:
 
 def report(run: Path, out: Path, beside: Sequence[Path] = ()) -> list[dict[str, Any]]:
     """Print the tables, write the CSVs and charts; return the pass-rate rows."""
+    if not run.is_dir():
+        raise RunError(f"no such folder: {run}")
     val = val_scores(run)
     test = test_scores(run)
     others = [(folder.name, split, score) for folder in beside for split, score in model_scores(folder)]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seal.bfcl.tasks import category_of
+from seal.evaluation.store import ACTIONS
 from seal.reports.pass_rate import pass_rates
 
 if TYPE_CHECKING:
@@ -40,6 +41,12 @@ LABEL_COLOURS = {
 kinds of success in greens, each failure its own hue (matplotlib's tab10), the judge's failures in greys."""
 OTHER_COLOUR = "#dbdb8d"
 """A label no taxonomy names (a newer service, a hand-made log)."""
+
+
+def run_name(logs: Path) -> str:
+    """What a chart of `logs` is titled by: the run folder that holds a run's `actions.jsonl` (`seal eval
+    --out DIR` writes DIR/actions.jsonl), else the file's own name without its suffix."""
+    return logs.resolve().parent.name if logs.name == ACTIONS else logs.stem
 
 
 def label_order(labels: Iterable[str]) -> list[str]:

@@ -11,6 +11,7 @@ so Ray workers and later test-split evaluations agree on them whatever their wor
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,12 +23,15 @@ from omegaconf.errors import OmegaConfBaseException
 
 from seal.bfcl.tasks import SPLITS
 from seal.dataset import DATA_DIR, parquet_bytes
-from seal.trainer.rl.agent_loop import agent_loop_config_path
+from seal.trainer.rl import AGENT_LOOPS
 from seal.trainer.settings import SealSettings, settings_from_config
 from seal.trainer.sft_settings import is_sft
 
 PROJECT_ROOT = DATA_DIR.parent
-SEARCHPATH_OVERRIDE = "hydra.searchpath=[pkg://seal.config,pkg://verl.trainer.config]"
+VERL_CONFIG_DIR = Path(importlib.util.find_spec("verl").submodule_search_locations[0]) / "trainer" / "config"
+"""verl's packaged configs, found without importing verl (`pkg://verl.trainer.config` imports the package,
+and with it torch: seconds before a misspelt override could be refused)."""
+SEARCHPATH_OVERRIDE = f"hydra.searchpath=[pkg://seal.config,file://{VERL_CONFIG_DIR}]"
 """Where `seal_trainer`, `seal_sft` and verl's `ppo_trainer` and `sft_trainer_engine` are found. Hydra
 reads a search path only from the primary config or the command line, and experiment files compose one
 another (SEAL_3B on SEAL), so it is given here, once, instead of in every file."""
@@ -69,7 +73,7 @@ def resolve_paths(config: DictConfig) -> None:
         data[key] = _project_path(data[key])
     agent = config.actor_rollout_ref.rollout.agent
     if agent.agent_loop_config_path is None:
-        agent.agent_loop_config_path = str(agent_loop_config_path())
+        agent.agent_loop_config_path = str(AGENT_LOOPS)
 
 
 def _project_path(value: str | ListConfig) -> str | list[str]:

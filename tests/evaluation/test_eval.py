@@ -18,7 +18,7 @@ from seal.env.episode import Episode
 from seal.env.process import free_port
 from seal.evaluation.budget import tokenizer_tools
 from seal.evaluation.command import add_eval_arguments, build_request, run_eval_command
-from seal.evaluation.endpoint import RetryPolicy
+from seal.evaluation.endpoint import ChatEndpoint, EndpointError, RetryPolicy
 from seal.evaluation.official import bfcl_task, replay_calls, rescore
 from seal.protocol import DEFAULT_PROTOCOL, get_protocol
 from seal.protocol.ground_truth import END_OF_TURN as DONE
@@ -252,7 +252,20 @@ def assert_refused_in_seconds(
 
 def test_an_unreachable_endpoint_fails_the_preflight_in_seconds(tmp_path, capsys):
     url = f"http://127.0.0.1:{free_port()}/v1"
-    assert_refused_in_seconds(url, tmp_path / "down", capsys, "cannot reach", "--retries", "5")
+    said = f"connection refused at {url}/models: is the endpoint (--base-url) running?"
+    line = assert_refused_in_seconds(url, tmp_path / "down", capsys, said, "--retries", "5")
+    assert "ConnectError" not in line and "ConnectTimeout" not in line
+
+
+async def test_a_refused_completion_is_named_as_refused():
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    async with ChatEndpoint(url, "m", max_tokens=8, policy=RetryPolicy(retries=1, backoff=0.01)) as endpoint:
+        with pytest.raises(EndpointError) as caught:
+            await endpoint.complete([{"role": "user", "content": "hi"}])
+    assert str(caught.value) == (
+        f"gave up after 2 attempt(s): connection refused at {url}/chat/completions: "
+        "is the endpoint (--base-url) running?"
+    )
 
 
 def test_an_unknown_model_fails_the_preflight(tmp_path, capsys):

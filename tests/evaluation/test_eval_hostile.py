@@ -98,7 +98,7 @@ def test_credentials_in_the_base_url_reach_no_output(tmp_path, capsys, monkeypat
     printed = capsys.readouterr()
     for text in (printed.out + printed.err, *(p.read_text() for p in tmp_path.rglob("*") if p.is_file())):
         assert SECRET not in text and BASIC not in text
-    assert "cannot reach http://***@127.0.0.1:9/v1/models" in printed.err
+    assert "connection refused at http://***@127.0.0.1:9/v1/models" in printed.err
 
 
 def test_credentials_in_the_env_url_are_used_and_reach_no_output(tmp_path, capsys):

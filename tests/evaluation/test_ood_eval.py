@@ -280,7 +280,7 @@ def test_a_dead_endpoint_is_refused_in_about_a_second_and_nothing_is_written(sui
         ["eval", "--suite", suite, "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--out", str(out)]
     )
     assert code == 1 and time.monotonic() - start < 5
-    assert "cannot reach" in capsys.readouterr().err and not out.exists()
+    assert "connection refused at http://127.0.0.1:9/v1" in capsys.readouterr().err and not out.exists()
 
 
 def test_bad_suite_options_exit_2_with_one_line(capsys):

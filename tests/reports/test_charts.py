@@ -10,7 +10,7 @@ from matplotlib.colors import to_rgb
 
 from seal.bfcl.tasks import CATEGORIES
 from seal.reports.pass_rate import SplitScore
-from seal.reports.tables import LABEL_COLOURS, label_order, label_shares_figure
+from seal.reports.tables import LABEL_COLOURS, SHORT_NAMES, label_order, label_shares_figure
 
 SUMMARY = {
     "by_category": {
@@ -91,3 +91,17 @@ def test_val_curves_have_whole_steps_and_show_the_tested_checkpoints(stats):
     per_category = [line for line in single if line.get_mfc() == "none"]
     assert len(per_category) == len(CATEGORIES) * len(test)
     assert sum(itertools.chain(*(line.get_xdata() for line in per_category))) == 4 * (3 + 5)
+
+
+def test_val_curves_of_categories_with_equal_pass_rates_stay_apart_and_each_is_plotted(stats):
+    val = [score(0, (0.2, 0.2, 0.2, 0.0)), score(2, (0.5, 0.5, 0.5, 0.1)), score(4, (0.4, 0.4, 0.4, 0.1))]
+    ax = stats.val_curves_figure(val, [], val[1], "t").axes[0]
+    curves = {line.get_label(): line for line in ax.get_lines() if line.get_label().startswith("val ")}
+    by_category = [curves[f"val {SHORT_NAMES[category]}"] for category in CATEGORIES]
+    for category, line in zip(CATEGORIES, by_category, strict=True):
+        assert list(line.get_ydata()) == [100 * s.by_category[category] for s in val]
+    styles = {(line.get_marker(), line.get_linestyle()) for line in by_category}
+    assert len(styles) == len(CATEGORIES)
+    xs = [tuple(line.get_xdata()) for line in by_category]
+    assert len(set(xs)) == len(CATEGORIES)  # equal curves are drawn side by side, not on one another
+    assert all(abs(x - s.step) < 0.5 for line in xs for x, s in zip(line, val, strict=True))

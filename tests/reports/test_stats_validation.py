@@ -127,9 +127,13 @@ def test_label_shares_are_each_batch_s_turns_without_judge_failures(result):
 
 
 def test_a_folder_without_validation_dumps_is_one_line_and_exit_1(tmp_path):
-    done = stats("--run", str(tmp_path / "nothing"))
+    (tmp_path / "empty").mkdir()
+    done = stats("--run", str(tmp_path / "empty"))
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1 and "validation" in done.stderr
+    missing = stats("--run", str(tmp_path / "nothing"))
+    assert missing.returncode == 1
+    assert missing.stderr == f"stats_validation_bfcl: no such folder: {tmp_path / 'nothing'}\n"
 
 
 def test_models_evaluated_on_their_own_are_shown_beside_the_run_per_split(run, tmp_path):

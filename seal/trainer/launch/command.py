@@ -138,13 +138,19 @@ def refusal_of(exc: BaseException) -> tuple[str, int] | None:
     (`RayMemoryKill`); None for any other error."""
     if isinstance(exc, LaunchError):
         return str(exc), exc.status
-    from seal.env.process import ServiceStartError
     from seal.trainer.experiment import ExperimentError
     from seal.trainer.launch.checks import LaunchCheckError
     from seal.trainer.launch.experiment_keys import ExperimentKeyError
     from seal.trainer.launch.kernel import AttentionError
     from seal.trainer.launch.override_keys import OverrideKeyError
     from seal.trainer.launch.override_types import OverrideTypeError
+
+    bad_config = (ExperimentError, ExperimentKeyError, LaunchCheckError, OverrideKeyError, OverrideTypeError)
+    if isinstance(
+        exc, (*bad_config, AttentionError)
+    ):  # before the trainer's errors, which take seconds to import
+        return str(exc), 2
+    from seal.env.process import ServiceStartError
     from seal.trainer.launch.sft import SFTRunError
     from seal.trainer.preflight import PreflightError
     from seal.trainer.rl.env_failures import env_service_failure_in
@@ -154,9 +160,6 @@ def refusal_of(exc: BaseException) -> tuple[str, int] | None:
     failure = env_service_failure_in(exc)
     if failure is not None:
         return str(failure), 1
-    bad_config = (ExperimentError, ExperimentKeyError, LaunchCheckError, OverrideKeyError, OverrideTypeError)
-    if isinstance(exc, (*bad_config, AttentionError)):
-        return str(exc), 2
     if isinstance(exc, PreflightError | ServiceStartError | SFTDataError | SFTRunError | RayMemoryKill):
         return str(exc), 1
     return None
@@ -183,16 +186,22 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     environment and preflight it, print the plan; unless a dry run: record, train, test."""
     from seal.trainer.experiment import validate_experiment
     from seal.trainer.launch.checks import check_model_path, check_test_protocol
+    from seal.trainer.launch.engine_notices import quiet_engine_notices, quiet_workers
     from seal.trainer.launch.environment import environment, multi_node_problem, preflight, service_row
     from seal.trainer.launch.holdout import TEST_FILE
     from seal.trainer.launch.kernel import configure_attention
+    from seal.trainer.launch.model_need import missing_model
     from seal.trainer.launch.plan import format_plan, plan_rows
     from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
     from seal.trainer.launch.service_omega import omega_start
     from seal.trainer.preflight import check_data, data_files
     from seal.trainer.sft_settings import is_sft
 
+    quiet_engine_notices()
     config = compose(args.conf, args.overrides)
+    missing = missing_model(args.conf, config)
+    if missing is not None:
+        raise LaunchError(missing, status=2)
     if is_sft(config):
         return launch_sft(args, config, entry, argv)
     attention = configure_attention(config)
@@ -205,8 +214,8 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
         problem = gpu_problem(config) or attention.problem
         if problem is not None:
             raise LaunchError(problem)
-    settings = validate_experiment(config, check_data=False)
     check_model_path(config)
+    settings = validate_experiment(config, check_data=False)
     if args.test:
         check_test_protocol(config)
     if settings.rollout.env_backend == "ray" and (args.with_bfcl or args.env_url):
@@ -226,6 +235,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
             print("\ndry run: config, data and environment are ready; nothing was started on a GPU")
             return 0
         log_metrics_to(config, run_dir / "metrics" / f"{stamp}.jsonl")
+        quiet_workers(config)
         record = write_record(
             RECORD_ROOT / str(config.trainer.experiment_name) / stamp,
             config,
@@ -301,12 +311,11 @@ def compose(conf: Path, overrides: Sequence[str]) -> DictConfig:
     from seal.trainer.launch.override_types import check_override_types
 
     defaults = compose_experiment(conf)
+    if overrides:  # the command line's keys first: a key under a verl dataclass imports verl, for seconds
+        check_override_types(defaults, overrides)
+        check_override_keys(defaults, overrides)
     check_experiment_keys(conf)
-    if not overrides:
-        return defaults
-    check_override_types(defaults, overrides)
-    check_override_keys(defaults, overrides)
-    return compose_experiment(conf, overrides)
+    return compose_experiment(conf, overrides) if overrides else defaults
 
 
 def gpu_problem(config: DictConfig) -> str | None:

@@ -29,8 +29,9 @@ from omegaconf import DictConfig, OmegaConf
 
 RAY_OPEN_MAPS = ("ray_kwargs.ray_init", "ray_kwargs.ray_init.runtime_env")
 """Passed to `ray.init(**ray_init)`: any keyword of Ray's is read, not only the ones verl's yaml lists."""
-CONFIG_PACKAGES = ("verl.trainer.config", "seal.config")
-"""Where the experiments' config groups live (`actor=...` picks a file of a group, not a key)."""
+CONFIG_PACKAGE = "seal.config"
+"""Where SEAL's config groups live; verl's are in `VERL_CONFIG_DIR` (`actor=...` picks a file of a group,
+not a key)."""
 SEAL_SECTION = "seal"
 ABSENT = object()
 CLOSE_ENOUGH = 0.6
@@ -169,4 +170,6 @@ def _is_group(key: str) -> bool:
     """`actor=...` selects a file of a config group; Hydra checks those itself."""
     if "." in key:
         return False
-    return any(resources.files(package).joinpath(key).is_dir() for package in CONFIG_PACKAGES)
+    from seal.trainer.experiment import VERL_CONFIG_DIR
+
+    return (VERL_CONFIG_DIR / key).is_dir() or resources.files(CONFIG_PACKAGE).joinpath(key).is_dir()

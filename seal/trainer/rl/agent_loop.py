@@ -40,6 +40,7 @@ from seal.env.connect import shared_client
 from seal.env.context_limits import ContextLimits, Decode, Encode, tokenizer_codec
 from seal.env.driver import Driven, Reply, drive
 from seal.env.episode import MODES
+from seal.trainer.rl import AGENT_LOOPS
 from seal.trainer.rl.trajectory import TrajectoryFields
 from seal.trainer.rl.turn_boundaries import exact_builder
 from seal.trainer.rollout_settings import RolloutSettings
@@ -54,7 +55,7 @@ _OPENINGS: OrderedDict[tuple[int, bytes], asyncio.Task[tuple[array, bool]]] = Or
 
 def agent_loop_config_path() -> str:
     """Absolute path of the packaged agent-loop list, for `rollout.agent.agent_loop_config_path`."""
-    return str(Path(__file__).with_name("agent_loops.yaml").resolve())
+    return str(AGENT_LOOPS)
 
 
 def trajectory_request_id(task_id: str, mode: str) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 from hydra import compose, initialize_config_module
+from omegaconf import OmegaConf
 
 from seal.bfcl.tasks import split_ids
 from seal.dataset import parquet_bytes
@@ -26,6 +27,7 @@ from seal.env.process import ServiceStartError, free_port, is_healthy, running_s
 from seal.trainer.experiment import compose_experiment
 from seal.trainer.launch import command as launcher
 from seal.trainer.launch.kernel import configure_attention
+from seal.trainer.launch.model_need import model_key, needs_model
 from seal.trainer.launch.override_types import OverrideTypeError, check_override_types
 from seal.trainer.preflight import PreflightError, check_data
 from tests.support.launcher_stand_in import ENV_FAILURE, stand_in_entry
@@ -35,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[3]
 PAPER_EXPERIMENTS = sorted(
     p for p in (ROOT / "exp").glob("*.yaml") if not p.stem.startswith(("smoke_", "sft_", "learn_"))
 )  # the paper's RL experiments; tests/trainer/launch/test_sft_launch.py launches the SFT ones
+EXPERIMENTS = sorted((ROOT / "exp").glob("*.yaml"))
+CONFIG_SNAPSHOTS = ROOT / "tests" / "snapshots" / "data" / "configs"
 SEAL = str(ROOT / "exp" / "SEAL.yaml")
 
 # The paper's Table 4 (docs/paper_results.md), as the plan prints each row.
@@ -119,6 +123,8 @@ def test_dry_run_of_seal_from_the_command_line_prints_table_4(tmp_path):
     assert plan["environment service"].startswith(f"one the launch starts (none answers at {silent})")
     assert "dry run" in done.stdout
     assert "Disabled critic" not in done.stderr  # GRPO: the config says there is no critic
+    output = done.stdout + done.stderr  # verl's notices of engines it lacks and of no GPU are kept out
+    assert "engine is not available" not in output and "accelerator" not in output
     assert all(len(line) <= 100 or len(line.split()) == 1 for line in plan_lines(done.stdout))
     assert not (tmp_path / "launcher_record").exists() and not (tmp_path / "experiments").exists()
 
@@ -214,6 +220,26 @@ def test_every_experiment_dry_runs_with_its_own_service(conf, capsys, monkeypatc
     assert plan["environment service"].startswith("one the launch starts (--with-bfcl)")
     (url,) = re.findall(r"environment  started pid \d+ at (\S+)", out)
     assert not is_healthy(url)  # stopped on the way out
+
+
+@pytest.mark.parametrize("conf", EXPERIMENTS, ids=lambda path: path.stem)
+def test_every_shipped_experiment_dry_runs_or_is_refused_with_the_one_line_that_gives_it_a_model(
+    conf, capsys, monkeypatch, tmp_path
+):
+    """As shipped, an experiment either dry-runs (the paper's: the test above) or names its model's key.
+    Its composed config is read from its snapshot (tests/snapshots/test_configs.py keeps it current)."""
+    monkeypatch.chdir(tmp_path)
+    config = OmegaConf.create(json.loads((CONFIG_SNAPSHOTS / f"{conf.stem}.json").read_text()))
+    if conf in PAPER_EXPERIMENTS:
+        assert not needs_model(config)
+        return
+    assert needs_model(config)
+    assert launcher.main(["--conf", str(conf), "--dry-run", "--with-bfcl"]) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"launcher: {conf} needs a model: add `-- {model_key(config)}=DIR` (")
+    assert "scripts/make_smoke_model.py" in line
+    assert captured.out == "" and list(tmp_path.iterdir()) == []  # refused before verl's "checks passed"
 
 
 @pytest.mark.parametrize(("name", "gpus"), [("smoke_gpu", 1), ("smoke_gpu_vanilla", 1), ("smoke_gpu", 2)])
@@ -620,6 +646,16 @@ def test_a_missing_experiment_file_is_refused_in_one_line_without_importing_the_
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("launcher: ") and says in line
     assert imported == []
+
+
+def test_a_misspelt_override_is_refused_without_importing_verl_or_torch():
+    """Composition finds verl's configs on disk, and the command line's keys are checked first: the refusal
+    needs neither verl nor torch (seconds to import)."""
+    done, imported = launcher_in_a_fresh_interpreter("--conf", SEAL, "--dry-run", "--", "trainer.tset_freq=5")
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("launcher: trainer.tset_freq=5: ") and "did you mean `trainer.test_freq`?" in line
+    assert not {"verl", "torch", "tensordict"} & set(imported)
 
 
 # -- seal train: the same launch under the `seal` command ---------------------------------------------------
