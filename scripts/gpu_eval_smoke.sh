@@ -9,18 +9,18 @@ case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, "");
 model=${1:?usage: gpu_eval_smoke.sh MODEL_DIR [SPLIT] [OUT] (--help says more)}
 case "$model" in -*) echo "gpu_eval_smoke.sh: unknown option '$model' (MODEL_DIR comes first; see --help)" >&2; exit 2 ;; esac
 split=${2:-val}
-out=${3:-runs/eval_smoke}
+dest=${3:-runs/eval_smoke}
 py=${PYTHON:-python3}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
-cd "$(dirname "$0")/.." && mkdir -p "$(dirname "$out")"
+cd "$(dirname "$0")/.." && mkdir -p "$(dirname "$dest")"
 "$py" -m vllm.entrypoints.openai.api_server --model "$model" --served-model-name smoke --port 8000 \
-  --gpu-memory-utilization 0.3 --enforce-eager > "${out%/}.vllm.log" 2>&1 &
+  --gpu-memory-utilization 0.3 --enforce-eager > "${dest%/}.vllm.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
 for _ in $(seq 300); do
   curl -sf http://127.0.0.1:8000/v1/models > /dev/null && break
-  kill -0 $server 2>/dev/null || { echo "gpu_eval_smoke: the vLLM server died (${out%/}.vllm.log)" >&2; exit 1; }
+  kill -0 $server 2>/dev/null || { echo "gpu_eval_smoke: the vLLM server died (${dest%/}.vllm.log)" >&2; exit 1; }
   sleep 1
 done
-"$py" -m seal.cli eval --base-url http://127.0.0.1:8000/v1 --model smoke --split "$split" --out "$out" \
+"$py" -m seal.cli eval --base-url http://127.0.0.1:8000/v1 --model smoke --split "$split" --out "$dest" \
   --concurrency 32 --official

@@ -18,7 +18,7 @@ set -uo pipefail
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; exit 0 ;; esac
 model=${1:?usage: gpu_ood_eval.sh MODEL_DIR [OUT] [LIMIT] (--help says more)}
 case "$model" in -*) echo "gpu_ood_eval.sh: unknown option '$model' (MODEL_DIR comes first; see --help)" >&2; exit 2 ;; esac
-out=${2:-runs/ood_eval}
+dest=${2:-runs/ood_eval}
 limit=${3:-2}
 py=${PYTHON:-python3}
 port=${PORT:-8000}
@@ -32,24 +32,24 @@ fi
 url=http://127.0.0.1:$port/v1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0 \
   HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
-cd "$(dirname "$0")/.." && mkdir -p "$out"
+cd "$(dirname "$0")/.." && mkdir -p "$dest"
 "$py" -m vllm.entrypoints.openai.api_server --model "$model" --served-model-name ood --port "$port" \
   --gpu-memory-utilization "$gpu_memory" "${kv_cache[@]}" --enforce-eager --enable-auto-tool-choice \
   --tool-call-parser hermes \
-  > "$out/vllm.log" 2>&1 &
+  > "$dest/vllm.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null' EXIT
 for _ in $(seq 300); do
   curl -sf "$url/models" > /dev/null && break
-  kill -0 $server 2>/dev/null || { echo "gpu_ood_eval: the vLLM server died ($out/vllm.log)" >&2; exit 1; }
+  kill -0 $server 2>/dev/null || { echo "gpu_ood_eval: the vLLM server died ($dest/vllm.log)" >&2; exit 1; }
   sleep 1
 done
 status=0
 for suite in bfcl_v4_memory tau2 bfcl_v4_web_search; do
   echo "== seal eval --suite $suite --limit $limit"
-  "$py" -m seal.cli eval --suite "$suite" --base-url "$url" --model ood --limit "$limit" --out "$out/$suite" \
+  "$py" -m seal.cli eval --suite "$suite" --base-url "$url" --model ood --limit "$limit" --out "$dest/$suite" \
     --concurrency 16 --max-tokens 1024 || { [ "$suite" = bfcl_v4_web_search ] || status=1; }
 done
 echo "== Table 2 (this checkpoint beside the paper's Qwen2.5-7B rows)"
-"$py" scripts/stats_validation_bfcl.py --ood "$name=$out" --out "$out" || status=1
+"$py" scripts/stats_validation_bfcl.py --ood "$name=$dest" --out "$dest" || status=1
 exit $status

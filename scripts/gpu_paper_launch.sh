@@ -95,7 +95,7 @@ launch_line() {  # launch_line RUN: the whole launch, one argument a line
 running() { [ -f "$state/pid" ] && kill -0 "$(cat "$state/pid")" 2>/dev/null; }
 
 start() {  # start RUN: the launch in its own session under the sampler; its pid and name in $state/
-  local run=$1 line folder out
+  local run=$1 line folder dest
   mapfile -t line < <(launch_line "$run")
   [ ${#line[@]} -gt 0 ] || { echo "gpu_paper_launch.sh: no run '$run' (see --help)" >&2; return 2; }
   if running; then
@@ -107,7 +107,7 @@ start() {  # start RUN: the launch in its own session under the sampler; its pid
     return 2
   }
   folder=$(folder_of "$run")
-  out=$folder/resources.json
+  dest=$folder/resources.json
   if [[ $run == *-ckpt ]]; then
     mkdir -p experiments
     local free
@@ -122,17 +122,17 @@ start() {  # start RUN: the launch in its own session under the sampler; its pid
       echo "gpu_paper_launch.sh: $run resumes ${run%-resume}-ckpt's checkpoint: run ${run%-resume}-ckpt first" >&2
       return 2
     }
-    out=$folder/resume/resources.json
+    dest=$folder/resume/resources.json
   else
     rm -rf "$folder"
   fi
-  mkdir -p "$state" "$(dirname "$out")"
+  mkdir -p "$state" "$(dirname "$dest")"
   rm -f "$state/$run.done" "$state/$run.failed"
-  setsid "$py" scripts/resource_sampler.py --out "$out" --metrics "$folder/metrics" -- "$py" "${line[@]}" \
-    > "$(dirname "$out")/launch.log" 2>&1 < /dev/null &
+  setsid "$py" scripts/resource_sampler.py --out "$dest" --metrics "$folder/metrics" -- "$py" "${line[@]}" \
+    > "$(dirname "$dest")/launch.log" 2>&1 < /dev/null &
   echo $! > "$state/pid"
   echo "$run" > "$state/name"
-  echo "$run started (pid $!): $(dirname "$out")/launch.log"
+  echo "$run started (pid $!): $(dirname "$dest")/launch.log"
 }
 
 resumed() {  # resumed FOLDER: the resume launch logged step 2 only, after the checkpoint of step 1; its start-up

@@ -30,22 +30,22 @@ window=16384  # Table 4's max_model_len: the evaluations read the window the arm
 log() { echo "$(date -u +%H:%M:%S) $*"; }
 
 evaluate() {  # evaluate MODEL NAME SPLIT GPU: vLLM on that GPU, then `seal eval` greedy into $state/eval_NAME_SPLIT
-  local model=$1 name=$2 split=$3 gpu=$4 port=$((8100 + $4)) out="$state/eval_$2_$3" server status
-  [ -f "$out/summary.json" ] && { log "eval $name $split: done already"; return 0; }
-  log "eval $name $split: vLLM on GPU $gpu (log $out.vllm.log)"
+  local model=$1 name=$2 split=$3 gpu=$4 port=$((8100 + $4)) dest="$state/eval_$2_$3" server status
+  [ -f "$dest/summary.json" ] && { log "eval $name $split: done already"; return 0; }
+  log "eval $name $split: vLLM on GPU $gpu (log $dest.vllm.log)"
   CUDA_VISIBLE_DEVICES=$gpu "$py" -m vllm.entrypoints.openai.api_server --model "$model" --served-model-name "$name" \
-    --port "$port" --gpu-memory-utilization 0.85 --max-model-len "$window" --seed 0 --generation-config vllm > "$out.vllm.log" 2>&1 &
+    --port "$port" --gpu-memory-utilization 0.85 --max-model-len "$window" --seed 0 --generation-config vllm > "$dest.vllm.log" 2>&1 &
   server=$!
   for _ in $(seq 600); do
     curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null && break
-    kill -0 $server 2>/dev/null || { log "eval $name $split: the vLLM server died ($out.vllm.log)"; return 1; }
+    kill -0 $server 2>/dev/null || { log "eval $name $split: the vLLM server died ($dest.vllm.log)"; return 1; }
     sleep 1
   done
-  "$py" -m seal.cli eval --base-url "http://127.0.0.1:$port/v1" --model "$name" --split "$split" --out "$out" \
-    --concurrency 50 --official --max-model-len "$window" --tokenizer "$model" > "$out.log" 2>&1
+  "$py" -m seal.cli eval --base-url "http://127.0.0.1:$port/v1" --model "$name" --split "$split" --out "$dest" \
+    --concurrency 50 --official --max-model-len "$window" --tokenizer "$model" > "$dest.log" 2>&1
   status=$?
   kill $server 2>/dev/null; wait $server 2>/dev/null
-  log "eval $name $split: exit $status ($out.log)"
+  log "eval $name $split: exit $status ($dest.log)"
   return $status
 }
 
