@@ -14,7 +14,8 @@
 # SEEDS: none by default (base, SFT and its evaluation only). ARMS (default "seal vanilla"; add full_loop for
 # exp/learn_qwen_full_loop.yaml) are trained two at a time, the first on GPUs 0-1, the second on GPUs 2-3.
 # SFT_STEP picks the SFT checkpoint the arms start from (default: the saved step with the best greedy val,
-# the shorter one on a tie). State and logs: experiments/qwen/ (driver.log, <stage>.log, eval_<model>_<split>/).
+# the shorter one on a tie). BASE=0 skips the base model's evaluations (measured once) and trains the SFT start
+# on all four GPUs instead of two. State and logs: experiments/qwen/ (driver.log, <stage>.log, eval_<model>_<split>/).
 set -uo pipefail
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
 case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
@@ -86,11 +87,16 @@ drive() {  # drive MODEL SEED...
   mkdir -p "$state"
   echo $$ > "$state/driver.pid"
   echo "$@" > "$state/seeds"
-  evaluate "$model" base val 0 & pids+=($!)
-  evaluate "$model" base test 1 & pids+=($!)
+  local sft_gpus=0,1,2,3
+  if [ "${BASE:-1}" != 0 ]; then
+    sft_gpus=2,3
+    evaluate "$model" base val 0 & pids+=($!)
+    evaluate "$model" base test 1 & pids+=($!)
+  fi
   if [ -z "$(sft_checkpoints)" ]; then
-    log "sft: exp/sft_qwen.yaml on GPUs 2,3 (log $state/sft.log)"
-    CUDA_VISIBLE_DEVICES=2,3 "$py" launcher.py --conf exp/sft_qwen.yaml -- model.path="$model" > "$state/sft.log" 2>&1
+    log "sft: exp/sft_qwen.yaml on GPUs $sft_gpus (log $state/sft.log)"
+    CUDA_VISIBLE_DEVICES=$sft_gpus "$py" launcher.py --conf exp/sft_qwen.yaml -- model.path="$model" \
+      trainer.n_gpus_per_node=$(($(tr -cd , <<< "$sft_gpus" | wc -c) + 1)) > "$state/sft.log" 2>&1
     log "sft: exit $?"
   fi
   wait "${pids[@]}"

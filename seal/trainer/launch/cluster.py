@@ -1,7 +1,7 @@
 """The Ray cluster a launch over several nodes joins, read before training starts.
 
 On one node verl's `run_ppo` starts a Ray of its own. Over `trainer.nnodes > 1` Ray must already run on every
-node (`ray start --head` here, `ray start --address` on the others: docs/guides/multi_node.md), and `ray.init`
+node (`ray start --head` here, `ray start --address` on the others: docs/guides/multi-node.md), and `ray.init`
 joins it: the address in `ray_kwargs.ray_init.address`, else `RAY_ADDRESS`, else the cluster last started on
 this machine. The launching node sees only its own GPUs (it may have none), so what is checked is what Ray
 reports per node: `trainer.nnodes` alive nodes with `trainer.n_gpus_per_node` GPUs each, as verl's resource
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-GUIDE = "docs/guides/multi_node.md"
+GUIDE = "docs/guides/multi-node.md"
 
 
 def ray_address(config: DictConfig) -> str:

@@ -592,7 +592,7 @@ def test_several_nodes_are_checked_against_the_gpus_ray_reports_per_node(
     if says is None:
         assert problem is None
     else:
-        assert problem.startswith("trainer.nnodes=2") and says in problem and "multi_node.md" in problem
+        assert problem.startswith("trainer.nnodes=2") and says in problem and "multi-node.md" in problem
 
 
 def test_a_multi_node_launch_without_a_cluster_exits_in_one_line_before_training(
