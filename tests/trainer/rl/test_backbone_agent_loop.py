@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import transformers
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 from verl.protocol import DataProto
 from verl.utils.dataset.rl_dataset import collate_fn
@@ -183,7 +184,8 @@ def test_trained_tokens_masks_and_log_probs_are_exact_token_by_token(played):
 
 def test_check_masks_reports_64_of_64_exact(played, capsys, monkeypatch):
     loaded = {Path(played["folder"]): played["tokenizer"]}  # the folder's own, loaded once (seconds)
-    monkeypatch.setattr(check_masks.AutoTokenizer, "from_pretrained", lambda folder: loaded[Path(folder)])
+    # check_masks imports AutoTokenizer inside main (a fast --help): patch it where main finds it
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda folder: loaded[Path(folder)])
     assert check_masks.main([str(played["trace_dir"]), str(played["folder"])]) == 0
     out = capsys.readouterr().out
     assert "\n64/64 trajectories ok" in out and "[[S: " in out
