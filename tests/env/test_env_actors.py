@@ -226,6 +226,7 @@ async def test_a_replacement_under_the_full_interface_serves_the_identical_omega
     victim = RayEnvClient(timeout=30, node_id=victim_node)
     assert await victim.get_interface() == second
     ray.kill(ray.get_actor(actor_name(victim_node, 0), namespace=NAMESPACE), no_restart=True)
+    wait_until_dead(actor_name(victim_node, 0))  # ray.kill returns before the actor is gone
     with pytest.raises(EnvUnavailableError):
         await victim.get_interface()  # the call that finds it dead has the fleet replace it
     replaced = await victim.get_interface()

@@ -14,14 +14,13 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-import ray
 
 from seal.env.budget import ToolBudget
 from seal.env.client import EnvClient, HttpEnvClient, InProcessEnvClient, open_episode
 from seal.env.process import running_service
-from seal.env.ray_actors import RayEnvClient, start_env_actors
-from seal.env.store import EpisodeStore, StoreSettings
+from seal.env.store import EpisodeStore
 from seal.protocol.ground_truth import ground_truth_actions
+from tests.support.backends import BACKENDS, backend_client, one_env_actor, quiet_service
 from tests.support.budget_attacks import (
     ATTACK_TASK,
     big_file,
@@ -30,10 +29,8 @@ from tests.support.budget_attacks import (
     message,
     repeated,
 )
-from tests.support.service_thread import service_in_thread
 
 pytestmark = pytest.mark.local_ray  # the Ray backend's cases play on the session's Ray (env_actors below)
-BACKENDS = ("inprocess", "http", "ray")
 BOUND_S = 10.0
 """Seconds an attack's steps and finish together may take on any backend (measured: under 0.3 s)."""
 BUDGET = ToolBudget()
@@ -71,27 +68,21 @@ async def play(client: EnvClient, actions: list[str]) -> tuple[list[dict[str, An
 
 @pytest.fixture(scope="module")
 def service_url() -> Iterator[str]:
-    with service_in_thread(log_level="error") as url:
+    with quiet_service() as url:
         yield url
 
 
 @pytest.fixture(scope="module")
 def env_actors(transfer_queue: None) -> Iterator[None]:
-    placement = start_env_actors(StoreSettings(), per_node=1)
-    yield
-    ray.kill(placement.fleet, no_restart=True)
+    with one_env_actor():
+        yield
 
 
 @pytest.fixture
 async def client(request: pytest.FixtureRequest) -> AsyncIterator[EnvClient]:
-    if request.param == "inprocess":
-        yield InProcessEnvClient(EpisodeStore())
-    elif request.param == "http":
-        async with HttpEnvClient(request.getfixturevalue("service_url")) as http_client:
-            yield http_client
-    else:
-        request.getfixturevalue("env_actors")
-        yield RayEnvClient(timeout=30)
+    """The client of the backend named by the test's parameter."""
+    async with backend_client(request, EpisodeStore()) as env:
+        yield env
 
 
 def rejections(steps: list[dict[str, Any]]) -> list[str]:

@@ -110,6 +110,9 @@ def test_the_paper_experiments_the_gpu_smoke_runs_and_the_learning_recipe_are_al
         "smoke_gpu_paper_batch",
         "learn_seal",
         "learn_vanilla",
+        "learn_qwen_seal",
+        "learn_qwen_vanilla",
+        "learn_qwen_full_loop",
     }
 
 

@@ -16,17 +16,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-import ray
 
 from seal.dataset import TRAIN_AGENT
 from seal.env.action_limit import MAX_ACTION_CHARS, OVER_LONG
 from seal.env.client import EnvClient, HttpEnvClient, InProcessEnvClient
-from seal.env.ray_actors import RayEnvClient, start_env_actors
-from seal.env.store import EpisodeStore, StoreSettings
+from seal.env.store import EpisodeStore
 from seal.protocol.base import ERROR_PREFIX
+from tests.support.backends import backend_client, one_env_actor, quiet_service
 from tests.support.rollout_helpers import TASKS, model_folder, row
 from tests.support.script_module import load_script
-from tests.support.service_thread import service_in_thread
 from tests.trainer.rl.test_agent_loop import fields, generate
 
 hostile = load_script("hostile_probes")
@@ -57,29 +55,21 @@ async def reference(probe: Any, mode: str) -> Any:
 
 @pytest.fixture(scope="module")
 def service_url() -> Iterator[str]:
-    with service_in_thread(log_level="error") as url:
+    with quiet_service() as url:
         yield url
 
 
 @pytest.fixture(scope="module")
 def env_actors(transfer_queue: None) -> Iterator[None]:
-    """One environment actor on the session's local Ray, stopped with its fleet after the module."""
-    placement = start_env_actors(StoreSettings(), per_node=1)
-    yield
-    ray.kill(placement.fleet, no_restart=True)
+    with one_env_actor():
+        yield
 
 
 @pytest.fixture
 async def client(request: pytest.FixtureRequest) -> AsyncIterator[EnvClient]:
     """The client of the backend named by the test's parameter."""
-    if request.param == "inprocess":
-        yield InProcessEnvClient(REFERENCE.store)
-    elif request.param == "http":
-        async with HttpEnvClient(request.getfixturevalue("service_url")) as http_client:
-            yield http_client
-    else:
-        request.getfixturevalue("env_actors")
-        yield RayEnvClient(timeout=30)
+    async with backend_client(request, REFERENCE.store) as env:
+        yield env
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,46 @@
+"""The environment through each backend the project has (in-process store, HTTP service, Ray actors), for the
+tests that play the same episode on every one and compare the answers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+import pytest
+import ray
+
+from seal.env.client import EnvClient, HttpEnvClient, InProcessEnvClient
+from seal.env.ray_actors import RayEnvClient, start_env_actors
+from seal.env.store import EpisodeStore, StoreSettings
+from tests.support.service_thread import service_in_thread
+
+BACKENDS = ("inprocess", "http", "ray")
+
+
+@contextmanager
+def quiet_service() -> Iterator[str]:
+    """The service in a thread of this process, its log at error level: its URL."""
+    with service_in_thread(log_level="error") as url:
+        yield url
+
+
+@contextmanager
+def one_env_actor() -> Iterator[None]:
+    """One environment actor on the session's local Ray, stopped with its fleet afterwards."""
+    placement = start_env_actors(StoreSettings(), per_node=1)
+    yield
+    ray.kill(placement.fleet, no_restart=True)
+
+
+@asynccontextmanager
+async def backend_client(request: pytest.FixtureRequest, store: EpisodeStore) -> AsyncIterator[EnvClient]:
+    """The client of the backend the test's parameter names: `store` in process, or the module's
+    `service_url` / `env_actors` fixture's environment."""
+    if request.param == "inprocess":
+        yield InProcessEnvClient(store)
+    elif request.param == "http":
+        async with HttpEnvClient(request.getfixturevalue("service_url")) as http_client:
+            yield http_client
+    else:
+        request.getfixturevalue("env_actors")
+        yield RayEnvClient(timeout=30)
