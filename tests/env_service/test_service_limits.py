@@ -9,16 +9,16 @@ import contextlib
 import gc
 import http.client
 import socket
-import threading
 import time
 import tracemalloc
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
-import uvicorn
 
-from env_service.app import SPARE_CONNECTIONS, ServiceSettings, create_app, uvicorn_options
+from env_service.app import SPARE_CONNECTIONS, ServiceSettings, uvicorn_options
 from seal.env.store import EpisodeStore, StoreSettings
+from tests.support.service_thread import service_in_thread
 
 STORE = EpisodeStore(StoreSettings())
 """One store for the module's services: loading the tasks is the slow part, and no test makes an episode."""
@@ -29,21 +29,8 @@ PART = 256 * 1024
 @contextlib.contextmanager
 def service(**options) -> Iterator[int]:
     """A service on a free loopback port, run as `serve` runs it; yields the port."""
-    settings = ServiceSettings.from_options(port=0, log_level="error", **options)
-    sock = socket.create_server(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(settings, store=STORE), **uvicorn_options(settings))
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with service_in_thread(store=STORE, port=0, log_level="error", **options) as url:
+        yield urlsplit(url).port
 
 
 def stalled_body(port: int) -> socket.socket:

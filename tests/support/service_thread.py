@@ -12,17 +12,19 @@ from typing import Any
 
 import uvicorn
 
-from env_service.app import ServiceSettings, create_app
+from env_service.app import ServiceSettings, create_app, uvicorn_options
 from seal.env.client import HttpEnvClient
+from seal.env.store import EpisodeStore
 
 
 @contextlib.contextmanager
-def service_in_thread(**options: Any) -> Iterator[str]:
-    """Yield the service's base URL; `options` are `ServiceSettings.from_options` keywords."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    app = create_app(ServiceSettings.from_options(**options))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+def service_in_thread(store: EpisodeStore | None = None, **options: Any) -> Iterator[str]:
+    """Yield the service's base URL, served as `seal serve` serves it (`uvicorn_options`); `options` are
+    `ServiceSettings.from_options` keywords (its log at warning level unless they say), `store` the episodes
+    it holds (default: a fresh store)."""
+    settings = ServiceSettings.from_options(**{"log_level": "warning", **options})
+    sock = socket.create_server(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(settings, store=store), **uvicorn_options(settings)))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -33,6 +35,7 @@ def service_in_thread(**options: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+        sock.close()
         sock.close()
 
 
