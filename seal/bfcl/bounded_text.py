@@ -11,12 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.gorilla_file_system import Directory, File
+
 SCALARS = (str, int, float, bool, type(None), bytes)
 
 
 def _pieces(value: Any, limit: int) -> Iterator[str]:
-    """The text of `value` piece by piece: containers and objects (their attributes) walked lazily, and
-    no piece longer than about `limit` characters."""
+    """The text of `value` piece by piece, as `str()` writes it (bfcl-eval's files and folders as their own
+    repr does): containers and objects (their attributes) walked lazily, and no piece longer than about
+    `limit` characters."""
     stack: list[Any] = [value]
     while stack:
         item = stack.pop()
@@ -30,17 +33,24 @@ def _pieces(value: Any, limit: int) -> Iterator[str]:
             stack.extend(
                 _separated(
                     [
-                        (_Text(f"{key!r}: ") if isinstance(key, str) else key, v)
+                        (_Text(f"{key!r}: "), v) if isinstance(key, str) else (key, _Text(": "), v)
                         for key, v in reversed(list(item.items()))
                     ]
                 )
             )
             stack.append(_Text("{"))
         elif isinstance(item, list | tuple | set | frozenset):
-            opening, closing = ("[", "]") if isinstance(item, list) else ("(", ")")
+            opening, closing = _brackets(item)
             stack.append(_Text(closing))
             stack.extend(_separated([(member,) for member in reversed(list(item))]))
             stack.append(_Text(opening))
+        elif isinstance(item, File):  # bfcl-eval's own repr of its file system, walked
+            stack.extend([_Text(">>"), _Text(str(item.content)[: limit + 1])])
+            stack.append(_Text(f"<<File: {str(item.name)[: limit + 1]}, Content: "))
+        elif isinstance(item, Directory):
+            parent = item.parent.name if item.parent else None
+            stack.extend([_Text(">"), item.contents])
+            stack.append(_Text(f"<Directory: {str(item.name)[: limit + 1]}, Parent: {parent}, Contents: "))
         elif hasattr(item, "__dict__"):
             attributes = {k: v for k, v in vars(item).items() if k != "parent"}
             stack.append(_Text(">"))
@@ -48,6 +58,18 @@ def _pieces(value: Any, limit: int) -> Iterator[str]:
             stack.append(_Text(f"<{type(item).__name__} "))
         else:
             yield f"<{type(item).__name__}>"
+
+
+def _brackets(item: list | tuple | set | frozenset) -> tuple[str, str]:
+    """What `str()` puts around the members: `(1,)` for a one-member tuple, `set()` for an empty set."""
+    if isinstance(item, list):
+        return "[", "]"
+    if isinstance(item, tuple):
+        return "(", ",)" if len(item) == 1 else ")"
+    name = type(item).__name__
+    if not item:
+        return f"{name}(", ")"
+    return ("{", "}") if isinstance(item, set) else (f"{name}({{", "})")
 
 
 class _Text:

@@ -113,9 +113,20 @@ def test_cp_of_a_directory_into_itself_makes_a_cycle_which_is_undone():
     assert "./workspace/log.txt" in step.observation[0]["content"]
 
 
-def test_a_rendering_is_cut_while_it_is_walked():
-    value = {"a": [1, "x", (2, 3)], "b": {"c": None}}
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": [1, "x", (2, 3)], "b": {"c": None}},
+        {"tweets": {0: {"id": 0, "tags": ["#a"]}, 1: {"id": 1, "tags": []}}},  # int keys, as BFCL's states
+        {(1, "k"): [(5,), ()], 2.5: {True: b"x", None: {1, 2}}, "s": [set(), frozenset({3}), frozenset()]},
+    ],
+)
+def test_a_rendering_within_its_limit_is_str_of_the_value(value):
+    """The evidence text a verifier writes is the one it wrote before the walk was bounded."""
     assert bounded_text(value, 300) == str(value)
+
+
+def test_a_rendering_is_cut_while_it_is_walked():
     started = time.thread_time()
     text = bounded_text({"differences": shared_tree(60)}, 300)
     assert len(text) == 303 and text.endswith("...") and time.thread_time() - started < 0.5
