@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -20,7 +20,7 @@ from seal.env.client import EnvClient, HttpEnvClient, InProcessEnvClient, open_e
 from seal.env.process import running_service
 from seal.env.store import EpisodeStore
 from seal.protocol.ground_truth import ground_truth_actions
-from tests.support.backends import BACKENDS, backend_client, one_env_actor, quiet_service
+from tests.support.backends import BACKENDS, backend_client
 from tests.support.budget_attacks import (
     ATTACK_TASK,
     big_file,
@@ -64,18 +64,6 @@ async def play(client: EnvClient, actions: list[str]) -> tuple[list[dict[str, An
         steps = [await episode.step(action) for action in actions]
     assert episode.result is not None
     return steps, episode.result.to_json(), time.monotonic() - started
-
-
-@pytest.fixture(scope="module")
-def service_url() -> Iterator[str]:
-    with quiet_service() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def env_actors(transfer_queue: None) -> Iterator[None]:
-    with one_env_actor():
-        yield
 
 
 @pytest.fixture

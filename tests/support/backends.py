@@ -1,10 +1,11 @@
 """The environment through each backend the project has (in-process store, HTTP service, Ray actors), for the
-tests that play the same episode on every one and compare the answers."""
+tests that play the same episode on every one and compare the answers; its fixtures reach every test module
+(tests/conftest.py names this module a plugin)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 
 import pytest
 import ray
@@ -17,16 +18,16 @@ from tests.support.service_thread import service_in_thread
 BACKENDS = ("inprocess", "http", "ray")
 
 
-@contextmanager
-def quiet_service() -> Iterator[str]:
-    """The service in a thread of this process, its log at error level: its URL."""
+@pytest.fixture(scope="module")
+def service_url() -> Iterator[str]:
+    """The service in a thread of this process, its log at error level (a module may define its own)."""
     with service_in_thread(log_level="error") as url:
         yield url
 
 
-@contextmanager
-def one_env_actor() -> Iterator[None]:
-    """One environment actor on the session's local Ray, stopped with its fleet afterwards."""
+@pytest.fixture(scope="module")
+def env_actors(transfer_queue: None) -> Iterator[None]:
+    """One environment actor on the session's local Ray, stopped with its fleet after the module."""
     placement = start_env_actors(StoreSettings(), per_node=1)
     yield
     ray.kill(placement.fleet, no_restart=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import http.client
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,7 +22,7 @@ from seal.env.action_limit import MAX_ACTION_CHARS, OVER_LONG
 from seal.env.client import EnvClient, HttpEnvClient, InProcessEnvClient
 from seal.env.store import EpisodeStore
 from seal.protocol.base import ERROR_PREFIX
-from tests.support.backends import backend_client, one_env_actor, quiet_service
+from tests.support.backends import backend_client
 from tests.support.rollout_helpers import TASKS, model_folder, row
 from tests.support.script_module import load_script
 from tests.trainer.rl.test_agent_loop import fields, generate
@@ -51,18 +51,6 @@ async def reference(probe: Any, mode: str) -> Any:
     if key not in _REFERENCES:
         _REFERENCES[key] = await hostile.play(REFERENCE, probe, mode)
     return _REFERENCES[key]
-
-
-@pytest.fixture(scope="module")
-def service_url() -> Iterator[str]:
-    with quiet_service() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def env_actors(transfer_queue: None) -> Iterator[None]:
-    with one_env_actor():
-        yield
 
 
 @pytest.fixture
