@@ -20,8 +20,9 @@ bands; val Avg before and after). Exit 1 with one line when a run cannot be read
 base model, the SFT start), and a first table in the shape of the paper's Table 1: per split, each baseline's
 pass rate per category and Avg from its episodes, then `+ <arm>` with mean ± std across seeds of the val after
 training and, for runs with a test report, the test of the best-val checkpoint. A baseline's split is the one
-its run.json names: a test baseline goes to the test rows, never beside val numbers. A malformed NAME=DIR is
-one line and exit 2; a folder that is not a seal eval folder one line and exit 1; nothing is written.
+its run.json names: a test baseline goes to the test rows, never beside val numbers (one NAME may name a val
+and a test folder, never two of one split). A malformed NAME=DIR is one line and exit 2; a folder that is not
+a seal eval folder one line and exit 1; nothing is written.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = args.out or args.runs[0].resolve().parent / "comparison"
     try:
-        baselines = parse_models(args.baseline)
+        baselines = [pair for text in args.baseline for pair in parse_models([text]).items()]
     except Table2Error as exc:
         print(f"compare_runs: --baseline: {exc}", file=sys.stderr)
         return 2

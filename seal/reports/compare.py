@@ -383,6 +383,17 @@ def category_rows(arms: Mapping[str, Sequence[Run]]) -> list[dict[str, str]]:
     return rows
 
 
+def read_baselines(baselines: Sequence[tuple[str, Path]]) -> list[Baseline]:
+    """Each (name, folder) read; one name may stand for a val and a test folder, not for two of one split."""
+    models = [read_baseline(name, Path(folder)) for name, folder in baselines]
+    seen: set[tuple[str, str]] = set()
+    for model in models:
+        if (model.name, model.split) in seen:
+            raise ComparisonError(f"--baseline {model.name}: two {model.split} folders under one name")
+        seen.add((model.name, model.split))
+    return models
+
+
 def table1_rows(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Baseline]) -> list[dict[str, str]]:
     """The paper's Table 1 (%): per split (val, then test), each baseline's pass rates, then each arm's
     mean ± std across seeds — on val after training, on test for the best-val checkpoint (runs with a test
@@ -551,13 +562,13 @@ def compare(
     run_dirs: Sequence[Path],
     out: Path,
     records: Path | None = None,
-    baselines: Mapping[str, Path] | None = None,
+    baselines: Sequence[tuple[str, Path]] = (),
 ) -> Comparison:
-    """Read the runs and the `baselines` (name -> `seal eval` folder), group the runs by arm, write
+    """Read the runs and the `baselines` ((name, `seal eval` folder)), group the runs by arm, write
     `comparison.md` (the tables and the verdict, ready for a results page), `summary.csv`,
     `reward_curves.csv` and `learning_curves.png` into `out`; nothing is written when any is unreadable."""
     runs = [read_run(Path(run), records) for run in run_dirs]
-    models = [read_baseline(name, Path(folder)) for name, folder in (baselines or {}).items()]
+    models = read_baselines(baselines)
     arms = group_by_arm(runs)
     curves = reward_curves(arms)
     table1 = [

@@ -136,14 +136,14 @@ def test_table1_shows_the_baselines_then_each_arm_per_split(project, tmp_path):
     argv = [*runs(project), "--out", str(out), "--baseline", baselines[0], "--baseline", baselines[1]]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        assert compare_runs.main([*argv, "--baseline", baselines[2].replace("base=", "base (test)=")]) == 0
+        assert compare_runs.main([*argv, "--baseline", baselines[2]]) == 0
     rows = table1(printed.getvalue())
     assert [(row["model"], row["split"]) for row in rows] == [
         ("base", "val"),
         ("SFT", "val"),
         ("+ SEAL", "val"),
         ("+ vanilla", "val"),
-        ("base (test)", "test"),
+        ("base", "test"),
         ("+ SEAL", "test"),
         ("+ vanilla", "test"),
     ]  # a test baseline sits with the test rows, never beside val numbers
@@ -183,11 +183,16 @@ def test_without_a_baseline_there_is_no_table1(project, tmp_path):
             1,
             "--baseline SFT: {root}/experiments/learn_seal_s1 is not a seal eval",
         ),
+        (
+            "base={root}/eval_base_val --baseline base={root}/eval_sft_val",
+            1,
+            "--baseline base: two val folders under one name",
+        ),
     ],
 )
 def test_a_bad_baseline_is_one_line_and_writes_nothing(project, tmp_path, capsys, baseline, code, says):
     out = tmp_path / "out"
-    argv = [*runs(project), "--out", str(out), "--baseline", baseline.format(root=project)]
+    argv = [*runs(project), "--out", str(out), "--baseline", *baseline.format(root=project).split(" ")]
     assert compare_runs.main(argv) == code
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and says.format(root=project) in captured.err
