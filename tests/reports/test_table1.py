@@ -47,9 +47,9 @@ STUCK = {  # baseline -> the tasks its model repeats itself on (and fails); the 
 STEPS = 4
 AFTER = {
     ("seal", 1): (9, 6, 7, 4),
-    ("seal", 2): (11, 5, 8, 2),
+    ("seal", 2): (11, 5, 8, 3),
     ("vanilla", 1): (5, 3, 4, 1),
-    ("vanilla", 2): (6, 2, 3, 2),
+    ("vanilla", 2): (6, 2, 4, 2),
 }
 """(arm, seed) -> passing val tasks per category after training."""
 TESTED = {("seal", 1): (20, 9, 14, 5), ("seal", 2): (24, 12, 13, 8), ("vanilla", 1): (12, 6, 7, 3)}
