@@ -2,6 +2,8 @@
 
     python scripts/compare_runs.py experiments/learn_seal_s{1,2,3} experiments/learn_vanilla_s{1,2,3}
     python scripts/compare_runs.py RUN... --out DIR [--records launcher_record]
+    python scripts/compare_runs.py RUN... --baseline base=experiments/qwen/eval_base_val \
+        --baseline SFT=experiments/qwen/eval_sft90_val
 
 Each RUN is a run folder (experiments/<name>/: metrics/*.jsonl from verl's file logger,
 validation/{step}.jsonl; its launch record launcher_record/<name>/ beside experiments/). Arm and seed come
@@ -13,6 +15,14 @@ saying whether the arms' val Avg after training differ by more than the spread a
 (default: comparison/ beside the first run) comparison.md (the same tables in markdown, for a results page,
 with each run's command), summary.csv, reward_curves.csv and learning_curves.png (reward per step with ±1 std
 bands; val Avg before and after). Exit 1 with one line when a run cannot be read.
+
+--baseline NAME=DIR (repeatable) adds models evaluated on their own, as `seal eval --out DIR` left them (the
+base model, the SFT start), and a first table in the shape of the paper's Table 1: per split, each baseline's
+pass rate per category and Avg from its episodes, then `+ <arm>` with mean ± std across seeds of the val after
+training and, for runs with a test report, the test of the best-val checkpoint. A baseline's split is the one
+its run.json names: a test baseline goes to the test rows, never beside val numbers (one NAME may name a val
+and a test folder, never two of one split). A malformed NAME=DIR is one line and exit 2; a folder that is not
+a seal eval folder one line and exit 1; nothing is written.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seal.reports.compare import ComparisonError, compare
+from seal.reports.table2 import Table2Error, parse_models
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -35,12 +46,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--records", type=Path, help="the launcher_record folder (default: the one beside experiments/)"
     )
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="a model's seal eval folder shown above the arms in Table 1, e.g. base=DIR (repeatable)",
+    )
     args = parser.parse_args(argv)
     out = args.out or args.runs[0].resolve().parent / "comparison"
     try:
+        baselines = [pair for text in args.baseline for pair in parse_models([text]).items()]
+    except Table2Error as exc:
+        print(f"compare_runs: --baseline: {exc}", file=sys.stderr)
+        return 2
+    try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = compare(args.runs, out, args.records)
+            result = compare(args.runs, out, args.records, baselines)
     except ComparisonError as exc:
         print(f"compare_runs: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1

@@ -31,10 +31,12 @@ from typing import Any
 import pandas as pd
 from omegaconf import OmegaConf
 
-from seal.bfcl.tasks import CATEGORIES
+from seal.bfcl.tasks import CATEGORIES, category_of
+from seal.evaluation.store import RUN
 from seal.jsonl import JsonLinesError, json_objects
-from seal.reports.pass_rate import SplitScore, score_rows
-from seal.reports.runs import dump_rows, split_of
+from seal.reports.eval_folder import is_eval_folder, read_episodes
+from seal.reports.pass_rate import PassRates, SplitScore, pass_rates, score_rows
+from seal.reports.runs import RunError, dump_rows, split_of, test_scores
 from seal.reports.tables import SHORT_NAMES
 from seal.urls import masked_text, masked_values
 
@@ -91,6 +93,8 @@ class Run:
     steps: pd.DataFrame
     """One row per training step, one column per metric (verl's and SEAL's)."""
     val: dict[int, SplitScore]
+    test: SplitScore | None = None
+    """The test pass of the best-val checkpoint (`test_report.json`), once `launcher.py --test` ran."""
 
     @property
     def name(self) -> str:
@@ -187,9 +191,37 @@ def read_run(run: Path, records: Path | None = None) -> Run:
     command = " ".join(["python", *argv[1:]] if argv and Path(argv[0]).name.startswith("python") else argv)
     try:
         steps, val = read_steps(run), read_val(run)
-    except (FileNotFoundError, JsonLinesError) as exc:
+        test = dict(test_scores(run)).get("best")
+    except (FileNotFoundError, JsonLinesError, RunError) as exc:
         raise ComparisonError(str(exc)) from exc
-    return Run(run, arm_of(config), seed_of(config), config, command, steps, val)
+    return Run(run, arm_of(config), seed_of(config), config, command, steps, val, test)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A model evaluated on its own (`seal eval`), shown above the arms: the base model, the SFT start."""
+
+    name: str
+    split: str
+    rates: PassRates
+
+
+def read_baseline(name: str, folder: Path) -> Baseline:
+    """The pass rates of a `seal eval` output folder's scored episodes, on the split its run.json names."""
+    if not folder.is_dir():
+        raise ComparisonError(f"--baseline {name}: no such folder {folder}")
+    if not is_eval_folder(folder):
+        raise ComparisonError(f"--baseline {name}: {folder} is not a seal eval folder (no run.json/episodes)")
+    try:
+        split = json.loads((folder / RUN).read_text(encoding="utf-8")).get("split")
+        episodes, _ = read_episodes(folder)
+    except (ValueError, AttributeError, JsonLinesError) as exc:
+        raise ComparisonError(f"--baseline {name}: {folder / RUN}: {exc}") from exc
+    if split not in ("val", "test"):
+        raise ComparisonError(f"--baseline {name}: {folder / RUN} names split {split!r}, not val or test")
+    if not episodes:
+        raise ComparisonError(f"--baseline {name}: {folder} holds no scored episode")
+    return Baseline(name, split, pass_rates((category_of(e["task_id"]), e["reward"]) for e in episodes))
 
 
 def group_by_arm(runs: Sequence[Run]) -> dict[str, list[Run]]:
@@ -351,6 +383,48 @@ def category_rows(arms: Mapping[str, Sequence[Run]]) -> list[dict[str, str]]:
     return rows
 
 
+def read_baselines(baselines: Sequence[tuple[str, Path]]) -> list[Baseline]:
+    """Each (name, folder) read; one name may stand for a val and a test folder, not for two of one split."""
+    models = [read_baseline(name, Path(folder)) for name, folder in baselines]
+    seen: set[tuple[str, str]] = set()
+    for model in models:
+        if (model.name, model.split) in seen:
+            raise ComparisonError(f"--baseline {model.name}: two {model.split} folders under one name")
+        seen.add((model.name, model.split))
+    return models
+
+
+def table1_rows(arms: Mapping[str, Sequence[Run]], baselines: Sequence[Baseline]) -> list[dict[str, str]]:
+    """The paper's Table 1 (%): per split (val, then test), each baseline's pass rates, then each arm's
+    mean ± std across seeds — on val after training, on test for the best-val checkpoint (runs with a test
+    report only). A baseline goes to the rows of its own split, never beside another split's numbers."""
+    rows = []
+    for split in ("val", "test"):
+        for baseline in (b for b in baselines if b.split == split):
+            cells = {
+                SHORT_NAMES[c]: _percent(baseline.rates.by_category.get(c, math.nan)) for c in CATEGORIES
+            }
+            rows.append(
+                {"model": baseline.name, "split": split, **cells, "Avg": _percent(baseline.rates.mean)}
+            )
+        for arm, runs in arms.items():
+            chosen = [before_after(r)[1] for r in runs] if split == "val" else [r.test for r in runs]
+            scores = [s for s in chosen if s is not None]
+            if not scores:
+                continue
+            row = {"model": f"+ {arm}", "split": split}
+            for category in CATEGORIES:
+                row[SHORT_NAMES[category]] = pm(
+                    mean_std(s.by_category.get(category, math.nan) for s in scores), 100
+                )
+            rows.append({**row, "Avg": pm(mean_std(s.mean for s in scores), 100)})
+    return rows
+
+
+def _percent(rate: float) -> str:
+    return "—" if math.isnan(rate) else f"{100 * rate:.1f}"
+
+
 def reward_curves(arms: Mapping[str, Sequence[Run]]) -> pd.DataFrame:
     """Per step and arm: the train reward's mean, standard deviation and number of seeds."""
     frames = {}
@@ -484,13 +558,24 @@ class Comparison:
     files: list[Path]
 
 
-def compare(run_dirs: Sequence[Path], out: Path, records: Path | None = None) -> Comparison:
-    """Read the runs, group them by arm, write `comparison.md` (the tables and the verdict, ready for a
-    results page), `summary.csv`, `reward_curves.csv` and `learning_curves.png` into `out`."""
+def compare(
+    run_dirs: Sequence[Path],
+    out: Path,
+    records: Path | None = None,
+    baselines: Sequence[tuple[str, Path]] = (),
+) -> Comparison:
+    """Read the runs and the `baselines` ((name, `seal eval` folder)), group the runs by arm, write
+    `comparison.md` (the tables and the verdict, ready for a results page), `summary.csv`,
+    `reward_curves.csv` and `learning_curves.png` into `out`; nothing is written when any is unreadable."""
     runs = [read_run(Path(run), records) for run in run_dirs]
+    models = read_baselines(baselines)
     arms = group_by_arm(runs)
     curves = reward_curves(arms)
+    table1 = [
+        ("Table 1: pass rate (%) per category, mean ± std across seeds", markdown(table1_rows(arms, models)))
+    ]
     sections = [
+        *(table1 if models else []),
         ("Runs", markdown(run_rows([r for members in arms.values() for r in members]))),
         ("Per arm, across seeds (mean ± sample std)", markdown(summary_rows(arms))),
         ("Greedy val pass rate (%) per category, before and after training", markdown(category_rows(arms))),

@@ -164,7 +164,7 @@ def parse_models(pairs: Sequence[str]) -> dict[str, Path]:
     for pair in pairs:
         name, sep, folder = pair.partition("=")
         if not sep or not name or not folder:
-            raise Table2Error(f"expected NAME=DIR (e.g. base=runs/ood/base), got {pair!r}")
+            raise Table2Error(f"expected NAME=DIR (e.g. base=outputs/eval/base), got {pair!r}")
         if name in models:
             raise Table2Error(f"model {name!r} given twice")
         models[name] = Path(folder)
