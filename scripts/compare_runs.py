@@ -2,8 +2,7 @@
 
     python scripts/compare_runs.py experiments/learn_seal_s{1,2,3} experiments/learn_vanilla_s{1,2,3}
     python scripts/compare_runs.py RUN... --out DIR [--records launcher_record]
-    python scripts/compare_runs.py RUN... --baseline base=experiments/qwen/eval_base_val \
-        --baseline SFT=experiments/qwen/eval_sft90_val
+    python scripts/compare_runs.py RUN... --baseline base=EVAL_DIR --baseline SFT=EVAL_DIR   # Table 1's shape
 
 Each RUN is a run folder (experiments/<name>/: metrics/*.jsonl from verl's file logger,
 validation/{step}.jsonl; its launch record launcher_record/<name>/ beside experiments/). Arm and seed come
