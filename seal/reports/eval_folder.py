@@ -4,7 +4,8 @@ Reads the folder `seal eval --out DIR` writes (seal/evaluation/store.py): `episo
 `cut` and `llm_calls` per episode) and `actions.jsonl` (each episode's model calls). Prints the pass rate and
 the ground-truth turns' label shares per category (`seal.reports.tables.summarize`, as `seal eval` prints
 them), then per category the episodes a limit cut (context window, call limit, generation length) and those
-that end in a loop (`ends_in_loop`); writes report.md and labels.png into the --out folder.
+that end in a loop (`seal.reports.endings`, as `seal eval` counts them); writes report.md and labels.png into
+the --out folder.
 Endpoint failures are left out of the pass rate, as `seal eval` leaves them.
 """
 
@@ -18,11 +19,11 @@ from typing import Any
 from seal.bfcl.tasks import category_of
 from seal.evaluation.store import ACTIONS, EPISODES, RUN
 from seal.jsonl import json_objects
+from seal.protocol import DEFAULT_PROTOCOL
+from seal.reports.endings import LOOP_CALLS, ends_in_loop
 from seal.reports.pass_rate import category_order
 from seal.reports.tables import SHORT_NAMES, markdown_table, plot_label_shares, summarize
 
-LOOP_CALLS = 5
-"""An episode ends in a loop when its last this many model calls are one and the same text."""
 CUTS = ("context", "calls", "generation")
 """The limits that cut an eval episode (seal/evaluation/runner.py `cut`)."""
 REPORT_MD = "report.md"
@@ -34,11 +35,6 @@ def is_eval_folder(folder: Path) -> bool:
     return (folder / RUN).is_file() and (folder / EPISODES).is_file()
 
 
-def ends_in_loop(calls: Sequence[str], n: int = LOOP_CALLS) -> bool:
-    """The episode's last `n` model calls are identical: the model repeats itself until a limit stops it."""
-    return len(calls) >= n and len(set(calls[-n:])) == 1
-
-
 def read_episodes(folder: Path) -> tuple[list[dict[str, Any]], int]:
     """The scored episode lines (endpoint failures left out, as in the pass rate) and how many failed."""
     records = [record for _, record in json_objects(folder / EPISODES)]
@@ -46,22 +42,24 @@ def read_episodes(folder: Path) -> tuple[list[dict[str, Any]], int]:
     return scored, len(records) - len(scored)
 
 
-def model_calls(folder: Path) -> dict[str, list[str]]:
-    """Each episode's model calls, by task id (the first log of a task, as `seal eval --resume` keeps it)."""
+def looped_tasks(folder: Path) -> set[str]:
+    """The tasks whose action log (the first of a task, as `seal eval --resume` keeps it) ends in a loop."""
     path = folder / ACTIONS
-    calls: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    looped: set[str] = set()
     if not path.is_file():
-        return calls
+        return looped
     for _, log in json_objects(path):
-        actions = log.get("actions")
-        if isinstance(log.get("task_id"), str) and isinstance(actions, list):
-            calls.setdefault(log["task_id"], [str(action) for action in actions])
-    return calls
+        task_id, actions = log.get("task_id"), log.get("actions")
+        if not isinstance(task_id, str) or not isinstance(actions, list) or task_id in seen:
+            continue
+        seen.add(task_id)
+        if ends_in_loop([str(action) for action in actions], str(log.get("protocol", DEFAULT_PROTOCOL))):
+            looped.add(task_id)
+    return looped
 
 
-def cuts_and_loops(
-    episodes: Sequence[dict[str, Any]], calls: dict[str, list[str]]
-) -> dict[str, dict[str, int]]:
+def cuts_and_loops(episodes: Sequence[dict[str, Any]], looped: set[str]) -> dict[str, dict[str, int]]:
     """Per category: episodes, those each limit cut, and those that end in a loop."""
     counts: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(("n", *CUTS, "loops"), 0))
     for episode in episodes:
@@ -69,7 +67,7 @@ def cuts_and_loops(
         row["n"] += 1
         if episode.get("cut") in CUTS:
             row[episode["cut"]] += 1
-        row["loops"] += ends_in_loop(calls.get(episode["task_id"], []))
+        row["loops"] += episode["task_id"] in looped
     return {category: counts[category] for category in sorted(counts, key=category_order)}
 
 
@@ -92,7 +90,7 @@ def report_eval(folder: Path, out: Path) -> str:
     summary = summarize(episodes)
     text = (
         f"{folder}: seal eval, {len(episodes)} scored episode(s), {failed} endpoint failure(s) left out\n\n"
-        f"{markdown_table(summary)}\n{cuts_table(cuts_and_loops(episodes, model_calls(folder)))}"
+        f"{markdown_table(summary)}\n{cuts_table(cuts_and_loops(episodes, looped_tasks(folder)))}"
     )
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file; name a folder")

@@ -19,14 +19,13 @@ from seal.bfcl.tasks import category_of
 from seal.env.action_limit import kept_action
 from seal.env.context_limits import CUTS
 from seal.env.replay import Replayed, replay_steps
+from seal.reports.endings import ends_in_loop
 from seal.reports.pass_rate import passed
 from seal.reports.tables import SHORT_NAMES
 from seal.tocf.apatch import APatchConfig, static_weight
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
 from seal.view.sources import Source, SourceEpisode, ViewInputError
 
-LOOP_LENGTH = 5
-"""An episode "ends in a loop" when its last this-many model replies are the same text."""
 MODE_NOTES = {
     "eval": "eval mode: the raw interface, byte-identical to the base prompt (Ω is shown to training "
     "episodes only)",
@@ -93,6 +92,7 @@ def _episode(
     recorded = episode.recorded
     category = recorded.get("category") or category_of(episode.task_id)
     actions = episode.log["actions"] if episode.log is not None else []
+    looped = ends_in_loop(actions, episode.log["protocol"]) if episode.log else bool(recorded.get("looped"))
     row = {
         "src": index,
         "task": episode.task_id,
@@ -100,7 +100,7 @@ def _episode(
         "step": source.step,
         "calls": recorded.get("llm_calls", len(actions)),
         "cut": recorded.get("cut") or ("truncated" if recorded.get("truncated") else "none"),
-        "loop": len(actions) >= LOOP_LENGTH and len(set(actions[-LOOP_LENGTH:])) == 1,
+        "loop": looped,
         "error": recorded.get("error") or recorded.get("env_error") or "",
     }
     detail: dict[str, Any] = {

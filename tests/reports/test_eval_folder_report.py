@@ -7,12 +7,11 @@ import argparse
 import json
 import re
 
-import pytest
-
+from seal.bfcl.calls import ToolCall
 from seal.bfcl.tasks import get_task, split_ids
 from seal.cli import main as seal
 from seal.evaluation.command import add_eval_arguments, run_eval_command
-from seal.reports.eval_folder import ends_in_loop
+from seal.protocol import DEFAULT_PROTOCOL, get_protocol
 from seal.reports.tables import SHORT_NAMES
 from tests.support.scripted_endpoint import Script, serve
 
@@ -23,6 +22,8 @@ TASKS = [
     "multi_turn_long_context_29",
 ]
 """Val tasks of four scenarios (the oracle tells them apart by their opening), two of 5 turns or more."""
+STUCK = TASKS[:2]
+"""The tasks a stuck model plays by repeating one call until its calls run out."""
 
 
 def evaluate(script: Script, out, *extra: str) -> None:
@@ -46,24 +47,12 @@ def table_rows(text: str, first_header: str) -> dict[str, list[str]]:
     return rows
 
 
-@pytest.mark.parametrize(
-    ("calls", "loops"),
-    [
-        (["a"] * 5, True),
-        (["b", "a", "a", "a", "a", "a"], True),
-        (["a"] * 4, False),
-        (["a", "a", "b", "a", "a"], False),
-        ([], False),
-    ],
-)
-def test_an_episode_ends_in_a_loop_when_its_last_five_calls_are_alike(calls, loops):
-    assert ends_in_loop(calls) is loops
-
-
 def test_the_report_of_an_eval_folder_shows_pass_rates_labels_cuts_and_loops(tmp_path, capsys):
-    silent, oracle = tmp_path / "silent", tmp_path / "oracle"
-    evaluate(Script(TASKS, silent=True), silent)  # one reply per turn, always the same text
+    silent, oracle, stuck = tmp_path / "silent", tmp_path / "oracle", tmp_path / "stuck"
+    evaluate(Script(TASKS, silent=True), silent)  # one reply per turn, always the same text: no call
     evaluate(Script(TASKS), oracle, "--max-llm-calls", "2")
+    call = get_protocol(DEFAULT_PROTOCOL).format_calls([ToolCall("ls", {})])
+    evaluate(Script(TASKS, repeats=dict.fromkeys(STUCK, call)), stuck)
     capsys.readouterr()
     assert seal(["report", str(silent), str(oracle), "--out", str(tmp_path / "stats")]) == 0
     out = capsys.readouterr().out
@@ -81,11 +70,15 @@ def test_the_report_of_an_eval_folder_shows_pass_rates_labels_cuts_and_loops(tmp
     cuts = table_rows(silent_text.split("| category | n | pass rate")[1], "category")
     long_enough = {t for t in TASKS if get_task(t).num_turns >= 5}
     assert 0 < len(long_enough) < len(TASKS) and set(TASKS) <= set(split_ids("val"))
-    assert cuts["**all**"][-1].startswith(f"{len(long_enough)} (")
+    assert cuts["**all**"][-1].startswith("0 (")  # five quiet turns in a row repeat no call: no loop
     for task in TASKS:
-        row = cuts[SHORT_NAMES[task.rsplit("_", 1)[0]]]
-        assert row[-1].startswith("1 (" if task in long_enough else "0 ("), (task, row)
         assert loops[SHORT_NAMES[task.rsplit("_", 1)[0]]][1] == "0.0%"  # silent never passes
+    assert seal(["report", str(stuck), "--out", str(tmp_path / "stats")]) == 0
+    stuck_cuts = table_rows(capsys.readouterr().out.split("| category | n | pass rate")[1], "category")
+    assert stuck_cuts["**all**"][-1].startswith(f"{len(STUCK)} (")
+    for task in TASKS:
+        row = stuck_cuts[SHORT_NAMES[task.rsplit("_", 1)[0]]]
+        assert row[-1].startswith("1 (" if task in STUCK else "0 ("), (task, row)
     oracle_cuts = table_rows(oracle_text.split("| category | n | pass rate")[1], "category")
     cut_by_calls = int(re.match(r"\d+", oracle_cuts["**all**"][2]).group())
     episodes = [json.loads(line) for line in (oracle / "episodes.jsonl").read_text().splitlines()]
