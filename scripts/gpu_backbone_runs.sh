@@ -26,7 +26,7 @@
 #                   attention is sdpa (the fused kernels torch_varlen needs fail on FSDP2); responses shaped as
 #                   3b-shaped's (the step holds the tokens a trained model's does). Measured on an H200: one step
 #                   in 582 s, peak GPU 87.5 GiB, node 113.2 GiB (docs/guides/gpu.md, "What fits where")
-#   8b-lora         the same on $MODELS/toolace-2-8b with its python_list protocol and a 9,216-token prompt budget
+#   8b-lora         the same on $MODELS/toolace-2-8b with exp/SEAL_ToolACE.yaml (python_list, a 9,216-token prompt)
 #                   (measured on an H200: one step in 752 s, peak GPU 88.0 GiB, node 83.1 GiB)
 #   7b-full         exp/SEAL.yaml on one H200, full fine-tuning: param offload, bf16 reference, vLLM 0.4,
 #                   10,240-token micro-batches, 1 step of 16 x 8, shaped responses. Measured: out of GPU memory
@@ -61,8 +61,8 @@ launch_args() {  # launch_args RUN: the launcher's arguments, one per line
           actor_rollout_ref.actor.fsdp_config.optimizer_offload=true ;;
     7b-lora) printf '%s\n' exp/SEAL.yaml "actor_rollout_ref.model.path=$models/qwen2.5-7b" "${single[@]}" \
           "${one_step_of_16[@]}" "${lora[@]}" ;;
-    8b-lora) printf '%s\n' exp/SEAL.yaml "actor_rollout_ref.model.path=$models/toolace-2-8b" "${single[@]}" \
-          "${one_step_of_16[@]}" "${lora[@]}" seal.rollout.protocol=python_list data.max_prompt_length=9216 ;;
+    8b-lora) printf '%s\n' exp/SEAL_ToolACE.yaml "actor_rollout_ref.model.path=$models/toolace-2-8b" \
+          "${single[@]}" "${one_step_of_16[@]}" "${lora[@]}" ;;
     7b-full) printf '%s\n' exp/SEAL.yaml "actor_rollout_ref.model.path=$models/qwen2.5-7b" "${single[@]}" \
           "${one_step_of_16[@]}" actor_rollout_ref.actor.fsdp_config.param_offload=true \
           actor_rollout_ref.ref.fsdp_config.model_dtype=bf16 actor_rollout_ref.rollout.gpu_memory_utilization=0.4 \

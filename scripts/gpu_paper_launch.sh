@@ -23,8 +23,8 @@
 #   7b-ckpt     the same, 1 step, a checkpoint saved (trainer.save_freq=1, ~91 GB of fp32 weights and AdamW) (~9)
 #   7b-resume   a second launch in 7b-ckpt's folder to step 2: verl resumes from the checkpoint; checked to log
 #               step 2 only; the checkpoint is then removed (the node's disk holds one) (~9)
-#   8b          ToolACE-2-8B as 7b: seal.rollout.protocol=python_list, data.max_prompt_length=9216 (with the
-#               Llama-3 tokenizer 45 of the 400 train openings pass 8,192 tokens; README, paper backbones) (~12)
+#   8b          ToolACE-2-8B as 7b, its config as shipped: exp/SEAL_ToolACE.yaml, Table 4 with the python_list
+#               protocol and a 9,216-token prompt budget (45 of the 400 train openings pass 8,192 Llama-3 tokens) (~12)
 #   7b-shaped   the timing run: 7b with data.max_response_length=1152, so that a step holds the tokens a trained
 #               model's does (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average); not "as
 #               shipped": the cap is the one override beyond the three; its table checks the 7B targets (~9)
@@ -53,7 +53,6 @@ state=experiments/.paper_launch
 checkpoint_gib=${CHECKPOINT_GIB:-110}  # the free space a -ckpt run asks for (the 8B's checkpoint: 96 GB)
 ORDER=(7b 7b-ckpt 7b-resume 8b 7b-shaped 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora)
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
-toolace=(seal.rollout.protocol=python_list data.max_prompt_length=9216)
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.rollout.load_format=safetensors actor_rollout_ref.actor.strategy=fsdp2
       actor_rollout_ref.actor.fsdp_config.strategy=fsdp2 actor_rollout_ref.actor.optim.lr=5e-5)
@@ -62,18 +61,18 @@ model_of() {  # model_of RUN: the model folder the run trains
   case "$1" in 7b*) echo "$models/qwen2.5-7b" ;; 8b*) echo "$models/toolace-2-8b" ;; *) echo "$coder" ;; esac
 }
 
-launch_args() {  # launch_args RUN: the experiment, then the overrides beside the model path, one a line
-  run_args "$1" || return 2
-  case "$1" in 8b*) printf '%s\n' "${toolace[@]}" ;; esac
+conf_of() {  # conf_of RUN: the shipped experiment of a 7B or 8B run
+  case "$1" in 8b*) echo exp/SEAL_ToolACE.yaml ;; *) echo exp/SEAL.yaml ;; esac
 }
 
-run_args() {  # run_args RUN: launch_args less the 8B's own settings
+launch_args() {  # launch_args RUN: the experiment, then the overrides beside the model path, one a line
   local run=$1
   case "$run" in
-    7b|8b) printf '%s\n' exp/SEAL.yaml trainer.total_training_steps=2 "${no_val[@]}" trainer.save_freq=-1 ;;
-    7b-ckpt|8b-ckpt) printf '%s\n' exp/SEAL.yaml trainer.total_training_steps=1 "${no_val[@]}" trainer.save_freq=1 ;;
-    7b-resume|8b-resume) run_args "${run%-resume}" ;;
-    7b-shaped|8b-shaped) run_args "${run%-shaped}"; echo data.max_response_length=1152 ;;
+    7b|8b) printf '%s\n' "$(conf_of "$run")" trainer.total_training_steps=2 "${no_val[@]}" trainer.save_freq=-1 ;;
+    7b-ckpt|8b-ckpt) printf '%s\n' "$(conf_of "$run")" trainer.total_training_steps=1 "${no_val[@]}" \
+          trainer.save_freq=1 ;;
+    7b-resume|8b-resume) launch_args "${run%-resume}" ;;
+    7b-shaped|8b-shaped) launch_args "${run%-shaped}"; echo data.max_response_length=1152 ;;
     scale-[124]) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=3 "${no_val[@]}" \
           trainer.save_freq=-1 "trainer.n_gpus_per_node=${run#scale-}" ;;
     lora) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=4 "${no_val[@]}" \

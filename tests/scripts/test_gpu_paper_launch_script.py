@@ -31,7 +31,6 @@ AS_SHIPPED = {
     "trainer.logger",  # bookkeeping: the metrics file the tables read
     "trainer.experiment_name",  # bookkeeping: the run folder
 }
-TOOLACE = {"seal.rollout.protocol": "python_list", "data.max_prompt_length": "9216"}
 STAND_IN = """#!/bin/sh
 echo "$*" >> {record}
 case "$1" in
@@ -72,24 +71,26 @@ class Node:
         return self.work / "experiments" / name
 
 
-def overrides_of(node: Node, run: str) -> dict[str, str]:
+def launch_of(node: Node, run: str) -> tuple[str, dict[str, str]]:
+    """The experiment a run launches, and its overrides."""
     shown = node.run("show", run)
     assert shown.returncode == 0, shown.stderr
     line = shown.stdout.splitlines()
     assert line[:4] == ["launcher.py", "--conf", line[2], "--with-bfcl"] and line[4] == "--"
-    return dict(item.split("=", 1) for item in line[5:])
+    return line[2], dict(item.split("=", 1) for item in line[5:])
+
+
+def overrides_of(node: Node, run: str) -> dict[str, str]:
+    return launch_of(node, run)[1]
 
 
 def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoints(tmp_path):
     node = Node(tmp_path)
     for run in ("7b", "7b-ckpt", "7b-resume", "8b", "8b-ckpt", "8b-resume", "7b-shaped", "8b-shaped"):
-        overrides = overrides_of(node, run)
+        conf, overrides = launch_of(node, run)
+        assert conf == ("exp/SEAL_ToolACE.yaml" if run.startswith("8b") else "exp/SEAL.yaml"), run
         extra = {key: value for key, value in overrides.items() if key not in AS_SHIPPED}
-        expected = {
-            **(TOOLACE if run.startswith("8b") else {}),
-            **({"data.max_response_length": "1152"} if "shaped" in run else {}),
-        }
-        assert extra == expected, run
+        assert extra == ({"data.max_response_length": "1152"} if "shaped" in run else {}), run
         assert overrides["trainer.val_before_train"] == "false" and overrides["trainer.test_freq"] == "-1"
         steps, save = ("1", "1") if run.endswith("ckpt") else ("2", "-1")
         assert (overrides["trainer.total_training_steps"], overrides["trainer.save_freq"]) == (steps, save)
@@ -107,11 +108,14 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
 
 @pytest.mark.parametrize("run", ["7b", "7b-ckpt", "8b-shaped"])  # between them every override of SEAL's runs
 def test_the_paper_s_launches_compose_and_pass_the_launch_checks(run, tmp_path):
-    overrides = overrides_of(Node(tmp_path), run)
-    config = launcher.compose(ROOT / "exp" / "SEAL.yaml", [f"{k}={v}" for k, v in overrides.items()])
+    conf, overrides = launch_of(Node(tmp_path), run)
+    config = launcher.compose(ROOT / conf, [f"{k}={v}" for k, v in overrides.items()])
     check_launch_config(config, settings_from_config(config))
     assert (config.data.train_batch_size, config.actor_rollout_ref.rollout.n) == (32, 8)  # Table 4's batch
     assert config.trainer.n_gpus_per_node == 4 and config.trainer.total_training_steps in (1, 2)
+    toolace = run.startswith("8b")  # the 8B's shipped config: its protocol and a prompt its tokenizer fits
+    assert config.seal.rollout.protocol == ("python_list" if toolace else "qwen_fc")
+    assert config.data.max_prompt_length == (9216 if toolace else 8192)
 
 
 def test_next_follows_the_order_and_a_resume_waits_for_its_checkpoint(tmp_path):

@@ -101,6 +101,7 @@ def test_the_paper_experiments_the_gpu_smoke_runs_and_the_learning_recipe_are_al
         "SEAL_3B",
         "SEAL_3B_1gpu",
         "SEAL_full_loop",
+        "SEAL_ToolACE",
         "vanilla_grpo",
         "ablation_no_env_adaptation",
         "ablation_no_reweighting",

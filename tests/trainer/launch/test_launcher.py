@@ -71,6 +71,12 @@ TABLE_4_3B_1GPU = {
     **TABLE_4_3B,
     "GPUs": "1 (1 node x 1), tensor parallel 1, vLLM async, GPU memory utilisation 0.4",
 }
+TABLE_4_TOOLACE = {  # Table 4 with the backbone's own protocol and the prompt its tokenizer needs
+    **TABLE_4,
+    "base model": "Team-ACE/ToolACE-2-8B",
+    "tool prompt": "python_list",
+    "max prompt / response / model length": "9216 / 4096 / 16384",
+}
 
 
 def plan_lines(stdout: str) -> list[str]:
@@ -196,6 +202,7 @@ EXPECTED_SEAL_PARTS = {
     "SEAL_3B": ("reference", "preset reference, Evolve on", "dynamic"),
     "SEAL_3B_1gpu": ("reference", "preset reference, Evolve on", "dynamic"),
     "SEAL_full_loop": ("paper", "preset full, Evolve on", "dynamic"),
+    "SEAL_ToolACE": ("reference", "preset reference, Evolve on", "dynamic"),
     "ablation_no_env_adaptation": ("reference", "preset none, Evolve off", "dynamic"),
     "ablation_no_reweighting": ("reference", "preset reference, Evolve on", "off"),
     "ablation_static_weights": ("reference", "preset reference, Evolve on", "static"),
@@ -209,7 +216,8 @@ def test_every_experiment_dry_runs_with_its_own_service(conf, capsys, monkeypatc
     assert launcher.main(["--conf", str(conf), "--dry-run", "--with-bfcl"]) == 0
     out = capsys.readouterr().out
     plan = plan_values(out)
-    table = {"SEAL_3B": TABLE_4_3B, "SEAL_3B_1gpu": TABLE_4_3B_1GPU}.get(conf.stem, TABLE_4)
+    tables = {"SEAL_3B": TABLE_4_3B, "SEAL_3B_1gpu": TABLE_4_3B_1GPU, "SEAL_ToolACE": TABLE_4_TOOLACE}
+    table = tables.get(conf.stem, TABLE_4)
     assert {key: plan.get(key) for key in table} == table
     taxonomy, interface, apatch = EXPECTED_SEAL_PARTS[conf.stem]
     assert plan["diagnosis taxonomy"] == taxonomy
