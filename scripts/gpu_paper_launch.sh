@@ -16,25 +16,26 @@
 #   bash scripts/gpu_paper_launch.sh status         each run of ORDER: done, running, failed or to do
 #   bash scripts/gpu_paper_launch.sh table [RUN...] the tables of finished runs (default: all), then side by side
 #   bash scripts/gpu_paper_launch.sh show RUN       the launch RUN makes, one argument a line
-# ORDER (the most valuable first; minutes on 4 H100s, start-up included, roughly):
-#   7b          exp/SEAL.yaml as shipped, 2 steps: 32 prompts x 8 rollouts, only run length, validation and
-#               checkpoints overridden; random weights answer every turn to the 4,096-token cap, so this is the
-#               full-cap step, the memory peak (~11)
-#   7b-ckpt     the same, 1 step, a checkpoint saved (trainer.save_freq=1, ~91 GB of fp32 weights and AdamW) (~9)
+# ORDER (the most valuable first; minutes on 4 GPUs, start-up included: measured on 4 H200 where given):
+#   7b-ckpt     exp/SEAL.yaml as shipped, 1 step of 32 prompts x 8 rollouts and a checkpoint (trainer.save_freq=1,
+#               ~91 GB of fp32 weights and AdamW); beside the model path only run length, validation and
+#               checkpoints overridden. Random weights answer every turn to the 4,096-token cap: the full-cap
+#               step, the memory peak (11, measured)
 #   7b-resume   a second launch in 7b-ckpt's folder to step 2: verl resumes from the checkpoint; checked to log
-#               step 2 only; the checkpoint is then removed (the node's disk holds one) (~9)
-#   8b          ToolACE-2-8B as 7b, its config as shipped: exp/SEAL_ToolACE.yaml, Table 4 with the python_list
-#               protocol and a 9,216-token prompt budget (45 of the 400 train openings pass 8,192 Llama-3 tokens) (~12)
-#   7b-shaped   the timing run: 7b with data.max_response_length=1152, so that a step holds the tokens a trained
-#               model's does (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average); not "as
-#               shipped": the cap is the one override beyond the three; its table checks the 7B targets (~9)
-#   8b-ckpt, 8b-resume, 8b-shaped   the same for the 8B (~9, ~9, ~10)
+#               step 2 only; the checkpoint is then removed (the node's disk holds one) (10, measured)
+#   7b-shaped   the timing run: 2 steps with data.max_response_length=1152, so that a step holds the tokens a
+#               trained model's does (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average);
+#               the cap is the one override beyond the three; its table checks the 7B targets (~9)
+#   8b-ckpt, 8b-resume, 8b-shaped   the same for ToolACE-2-8B with its config as shipped, exp/SEAL_ToolACE.yaml
+#               (Table 4 with the python_list protocol and a 9,216-token prompt budget) (~12, ~10, ~10)
 #   scale-1, scale-2, scale-4   exp/learn_qwen_seal.yaml on $CODER (Qwen2.5-Coder-1.5B-Instruct, real weights)
 #               with trainer.n_gpus_per_node=1/2/4, 3 steps, no validation or checkpoint (~5 each)
 #   lora        exp/learn_qwen_seal.yaml on $CODER on 2 GPUs with verl's LoRA (rank 64, FSDP2, vLLM reads the base
 #               from the folder and gets only the adapters), 4 steps at lr 5e-5: the adapters move the policy, so
 #               a rollout-vs-trainer probability difference at scale-2's level (full fine-tuning) after 3+
 #               updates says the adapters reach vLLM; scripts/step_table.py prints it per step (~6)
+#   7b, 8b      2 full-cap steps in one launch, no checkpoint: what the -ckpt and -resume pair already shows in
+#               two launches, so last (~13 each)
 # MODELS (default /root/models) holds the model folders; CODER (default $MODELS/qwen2.5-coder-1.5b) the 1.5B;
 # PYTHON (default python3) runs the scripts. Runs go to experiments/paper_<run> (the resumes to their ckpt's).
 # A -ckpt run starts only with CHECKPOINT_GIB (default 110) GiB free under experiments/.
@@ -51,7 +52,7 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the tables read the runs with seal
 state=experiments/.paper_launch
 checkpoint_gib=${CHECKPOINT_GIB:-110}  # the free space a -ckpt run asks for (the 8B's checkpoint: 96 GB)
-ORDER=(7b 7b-ckpt 7b-resume 8b 7b-shaped 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora)
+ORDER=(7b-ckpt 7b-resume 7b-shaped 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.rollout.load_format=safetensors actor_rollout_ref.actor.strategy=fsdp2

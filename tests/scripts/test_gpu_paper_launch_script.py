@@ -122,21 +122,21 @@ def test_next_follows_the_order_and_a_resume_waits_for_its_checkpoint(tmp_path):
     node = Node(tmp_path)
     refused = node.run("start", "7b-resume")
     assert refused.returncode == 2 and "run 7b-ckpt first" in refused.stderr and node.launches() == []
-    assert node.run("next").returncode == 0 and node.run("wait", "30").returncode == 0
+    assert node.run("next", CHECKPOINT_GIB="0").returncode == 0 and node.run("wait", "30").returncode == 0
     (launch,) = node.launches()
     assert launch[1:5] == [
         "--out",
-        "experiments/paper_7b/resources.json",
+        "experiments/paper_7b_ckpt/resources.json",
         "--metrics",
-        "experiments/paper_7b/metrics",
+        "experiments/paper_7b_ckpt/metrics",
     ]
-    assert "trainer.experiment_name=paper_7b" in launch
-    failed = node.work / "experiments" / ".paper_launch" / "7b-ckpt.failed"
-    failed.touch()  # 7b-ckpt failed: its resume waits for it
+    assert "trainer.experiment_name=paper_7b_ckpt" in launch and "trainer.save_freq=1" in launch
+    (node.work / "experiments" / ".paper_launch" / "7b-ckpt.done").unlink()
+    (node.work / "experiments" / ".paper_launch" / "7b-ckpt.failed").touch()  # its resume waits for it
     assert node.run("next").returncode == 0 and node.run("wait", "30").returncode == 0
-    assert "trainer.experiment_name=paper_8b" in node.launches()[-1]
+    assert "trainer.experiment_name=paper_7b_shaped" in node.launches()[-1]
     status = node.run("status").stdout
-    assert "7b         done" in status and "7b-ckpt    failed" in status and "7b-resume  to do" in status
+    assert "7b-ckpt    failed" in status and "7b-resume  to do" in status and "7b-shaped  done" in status
 
 
 def write_launch(metrics: Path, name: str, steps: list[int]) -> None:
