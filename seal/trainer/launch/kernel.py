@@ -35,8 +35,8 @@ VARLEN_MODULE = "seal.trainer.attention"
 LOGPROBS_MODULE = "seal.trainer.logprobs"
 """Imported by verl in every worker (`external_lib`) under LoRA; chunks verl's per-token log-prob loop."""
 LORA_CHUNKED = (
-    "LoRA: verl's fused log-prob kernels fail on the sharded lm_head of FSDP2, where LoRA trains "
-    f"(seal/trainer/launch/engine_limits.py), so log-probs from the logits in chunks ({LOGPROBS_MODULE})"
+    "LoRA: verl's fused log-prob kernels fail on FSDP2's sharded lm_head, so packed without them, the "
+    f"log-probs computed in chunks ({LOGPROBS_MODULE})"
 )
 """Seen on an H200 (2026-11-26): `aten.mm got mixed torch.Tensor and DTensor` in the first old_log_prob."""
 SEQUENCE_PARALLEL_KEYS = ("actor", "ref")

@@ -195,7 +195,8 @@ def env_actors_row(config: DictConfig, settings: SealSettings) -> tuple[str, str
 def attention_row(config: DictConfig, choice: AttentionChoice) -> tuple[str, str, str]:
     """The kernel `seal.attention` resolved to here, why, and the verl keys it set."""
     model = config.actor_rollout_ref.model
-    imported = "" if model.external_lib is None else f", imported in every worker: {model.external_lib}"
+    modules = [model.external_lib] if isinstance(model.external_lib, str) else list(model.external_lib or [])
+    imported = f", imported in every worker: {', '.join(modules)}" if modules else ""
     return (
         "attention",
         f"{choice.kernel} ({choice.reason}), remove padding {model.use_remove_padding}, fused kernels "
