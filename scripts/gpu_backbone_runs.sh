@@ -22,12 +22,17 @@
 #                   vLLM reads the base from the model folder (load_format=safetensors) and only the adapters
 #                   are synced (with verl's `dummy`, the first sync gathered the whole fp32 base on the host and
 #                   an H200 node ran out of RAM: scripts/memory_plan.py 7b-1h200-lora-dummy); the actor on
-#                   FSDP2 (on FSDP1 verl syncs no adapter tensor: seal/trainer/launch/engine_limits.py), so
-#                   attention is sdpa (the fused kernels torch_varlen needs fail on FSDP2); responses shaped as
-#                   3b-shaped's (the step holds the tokens a trained model's does). Measured on an H200: one step
-#                   in 582 s, peak GPU 87.5 GiB, node 113.2 GiB (docs/guides/gpu.md, "What fits where")
-#   8b-lora         the same on $MODELS/toolace-2-8b with exp/SEAL_ToolACE.yaml (python_list, a 9,216-token prompt)
-#                   (measured on an H200: one step in 752 s, peak GPU 88.0 GiB, node 83.1 GiB)
+#                   FSDP2 (on FSDP1 verl syncs no adapter tensor: seal/trainer/launch/engine_limits.py);
+#                   attention is seal.attention's auto: without flash-attn, torch_varlen on packed sequences
+#                   without verl's fused kernels (they fail on FSDP2), log-probs chunked by seal.trainer.logprobs
+#                   (not yet run on a GPU); responses shaped as 3b-shaped's (the step holds the tokens a trained
+#                   model's does)
+#   7b-lora-sdpa    7b-lora with seal.attention=sdpa (every micro-batch padded), as measured before: on an
+#                   H200 one step in 582 s, peak GPU 87.5 GiB, node 113.2 GiB (docs/guides/gpu.md, "What fits
+#                   where")
+#   8b-lora         7b-lora on $MODELS/toolace-2-8b with exp/SEAL_ToolACE.yaml (python_list, a 9,216-token prompt)
+#                   (measured on an H200 with seal.attention=sdpa: one step in 752 s, peak GPU 88.0 GiB, node
+#                   83.1 GiB)
 #   7b-full         exp/SEAL.yaml on one H200, full fine-tuning: param offload, bf16 reference, vLLM 0.4,
 #                   10,240-token micro-batches, 1 step of 16 x 8, shaped responses. Measured: out of GPU memory
 #                   in the first optimizer step (AdamW's moments on the GPU beside the gathered weights)
@@ -49,7 +54,7 @@ single=(trainer.n_gpus_per_node=1)
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.actor.fsdp_config.param_offload=true actor_rollout_ref.rollout.load_format=safetensors
       actor_rollout_ref.actor.strategy=fsdp2 actor_rollout_ref.actor.fsdp_config.strategy=fsdp2
-      actor_rollout_ref.ref.fsdp_config.strategy=fsdp2 seal.attention=sdpa)
+      actor_rollout_ref.ref.fsdp_config.strategy=fsdp2)
 
 launch_args() {  # launch_args RUN: the launcher's arguments, one per line
   case "$1" in
@@ -61,6 +66,7 @@ launch_args() {  # launch_args RUN: the launcher's arguments, one per line
           actor_rollout_ref.actor.fsdp_config.optimizer_offload=true ;;
     7b-lora) printf '%s\n' exp/SEAL.yaml "actor_rollout_ref.model.path=$models/qwen2.5-7b" "${single[@]}" \
           "${one_step_of_16[@]}" "${lora[@]}" ;;
+    7b-lora-sdpa) launch_args 7b-lora; echo seal.attention=sdpa ;;
     8b-lora) printf '%s\n' exp/SEAL_ToolACE.yaml "actor_rollout_ref.model.path=$models/toolace-2-8b" \
           "${single[@]}" "${one_step_of_16[@]}" "${lora[@]}" ;;
     7b-full) printf '%s\n' exp/SEAL.yaml "actor_rollout_ref.model.path=$models/qwen2.5-7b" "${single[@]}" \

@@ -57,9 +57,10 @@ class SealSettings:
     """Start C_t's window afresh at every epoch, as the released code did; the total keeps counting."""
     attention: str = AUTO
     """Attention kernel of the actor and reference model: auto | flash_attention_2 | torch_varlen | sdpa.
-    auto: flash-attention 2 where flash-attn imports, else torch's own varlen kernels (torch 2.10+), else
-    padded sdpa. The launcher resolves it and sets the model's attn_implementation, use_remove_padding,
-    use_fused_kernels and external_lib (seal/trainer/launch/kernel.py)."""
+    auto: flash-attention 2 where flash-attn imports, else torch's own varlen kernels (torch 2.10+; under LoRA
+    without verl's fused kernels, the log-probs chunked), else padded sdpa. The launcher resolves it and sets
+    the model's attn_implementation, use_remove_padding, use_fused_kernels and external_lib
+    (seal/trainer/launch/kernel.py)."""
 
     def __post_init__(self) -> None:
         if self.taxonomy not in TAXONOMIES:

@@ -14,16 +14,17 @@ from pathlib import Path
 
 from seal.trainer.launch import command as launcher
 from seal.trainer.launch.checks import check_launch_config
+from seal.trainer.launch.kernel import configure_attention
 from seal.trainer.settings import settings_from_config
 from tests.support.script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 sampler = load_script("resource_sampler")
 backbone_table = load_script("backbone_table")
-RUNS = ("3b", "3b-shaped", "3b-offload-all", "7b-lora", "8b-lora", "7b-full")
-COMPOSED = {"3b-shaped", "3b-offload-all", "8b-lora", "7b-full"}
-"""Between them every override the runs use (3b-shaped adds one to 3b's, 8b-lora two to 7b-lora's); composing
-takes seconds each."""
+RUNS = ("3b", "3b-shaped", "3b-offload-all", "7b-lora", "7b-lora-sdpa", "8b-lora", "7b-full")
+COMPOSED = {"3b-shaped", "3b-offload-all", "7b-lora-sdpa", "8b-lora", "7b-full"}
+"""Between them every override the runs use (3b-shaped adds one to 3b's, 7b-lora-sdpa one and 8b-lora two to
+7b-lora's); composing takes seconds each."""
 
 CHILD = """
 import json, sys, time
@@ -126,7 +127,8 @@ def launch_of(commands: list[list[str]]) -> list[str]:
     return command[command.index("launcher.py") :]
 
 
-def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_path):
+def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "flash_attn", None)  # a GPU node without flash-attn, as measured
     timed = {"trainer.val_before_train=false", "trainer.save_freq=-1", "trainer.logger=[console,file]"}
     for run in RUNS:
         done, commands = run_script(tmp_path / run, "run", run)
@@ -155,8 +157,20 @@ def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_pa
             rollout = config.actor_rollout_ref.rollout  # vLLM reads the base; only adapters are synced
             assert rollout.load_format == "safetensors" and not rollout.layered_summon  # fails on one GPU
             assert config.actor_rollout_ref.actor.fsdp_config.strategy == "fsdp2"  # engine_limits.py says why
-            assert config.seal.attention == "sdpa"
             assert config.seal.rollout.protocol == "python_list" and config.data.max_prompt_length == 9216
+        if run in ("8b-lora", "7b-lora-sdpa"):  # what the launcher resolves the attention to
+            choice = configure_attention(config)
+            model = config.actor_rollout_ref.model
+            resolved = (choice.kernel, model.use_remove_padding, model.use_fused_kernels, model.external_lib)
+            if run == "8b-lora":  # packed, verl's fused kernels off (they fail on FSDP2), log-probs chunked
+                assert resolved == (
+                    "torch_varlen",
+                    True,
+                    False,
+                    ["seal.trainer.attention", "seal.trainer.logprobs"],
+                )
+            else:  # the configuration measured before: every micro-batch padded
+                assert resolved == ("sdpa", False, False, None)
 
 
 def test_build_copies_the_weightless_folder_then_adds_random_weights(tmp_path):

@@ -4,21 +4,22 @@
 - `flash_attention_2` where flash-attn imports (packed sequences, verl's default);
 - otherwise `torch_varlen` (`seal.trainer.attention`: torch's own FlashAttention-2 kernels, torch 2.10+) with
   packed sequences and verl's fused log-prob kernels: without flash-attn, verl's log-prob code loops in Python
-  over the tokens of a packed micro-batch, which the fused kernels avoid;
-- otherwise `sdpa` with every micro-batch padded to its longest sample (correct, much slower); also for
-  LoRA, whose FSDP2 engine the fused kernels fail on.
-An explicit value takes that kernel. The launcher (and `seal.trainer.experiment.train`) resolves the setting
-before Ray starts and writes `actor_rollout_ref.model.override_config.attn_implementation`,
-`use_remove_padding`, `use_fused_kernels` and `external_lib` (the actor's and reference's settings follow the
-model's), so a kernel this machine lacks is refused in one line instead of failing in a worker. Nothing here
-imports torch or omegaconf at import time: `seal.trainer.attention` and its GPU check run on torch and
-transformers alone.
+  over the tokens of a packed micro-batch, which the fused kernels avoid. Under LoRA, whose FSDP2 engine the
+  fused kernels fail on, the same packed sequences without them, and `seal.trainer.logprobs` replaces the
+  loop with the same computation in chunks;
+- otherwise `sdpa` with every micro-batch padded to its longest sample (correct, much slower).
+An explicit value takes that kernel, `torch_varlen` under LoRA as `auto` does. The launcher (and
+`seal.trainer.experiment.train`) resolves the setting before Ray starts and writes
+`actor_rollout_ref.model.override_config.attn_implementation`, `use_remove_padding`, `use_fused_kernels` and
+`external_lib` (the actor's and reference's settings follow the model's), so a kernel this machine lacks is
+refused in one line instead of failing in a worker. Nothing here imports torch or omegaconf at import time:
+`seal.trainer.attention` and its GPU check run on torch and transformers alone.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -31,9 +32,11 @@ AUTO = "auto"
 ATTENTION_CHOICES = (AUTO, FLASH_ATTENTION, TORCH_VARLEN, SDPA)
 VARLEN_MODULE = "seal.trainer.attention"
 """Imported by verl in every worker (`external_lib`); registers `torch_varlen` with transformers."""
-LORA_NO_FUSED = (
-    f"{TORCH_VARLEN} needs verl's fused log-prob kernels, which fail on the sharded lm_head of FSDP2, "
-    "where LoRA trains (seal/trainer/launch/engine_limits.py)"
+LOGPROBS_MODULE = "seal.trainer.logprobs"
+"""Imported by verl in every worker (`external_lib`) under LoRA; chunks verl's per-token log-prob loop."""
+LORA_CHUNKED = (
+    "LoRA: verl's fused log-prob kernels fail on FSDP2's sharded lm_head, so packed without them, the "
+    f"log-probs computed in chunks ({LOGPROBS_MODULE})"
 )
 """Seen on an H200 (2026-11-26): `aten.mm got mixed torch.Tensor and DTensor` in the first old_log_prob."""
 SEQUENCE_PARALLEL_KEYS = ("actor", "ref")
@@ -51,11 +54,25 @@ class AttentionChoice:
     kernel: str
     reason: str
     problem: str | None = None
+    chunked_logprobs: bool = False
+    """`torch_varlen` without verl's fused kernels, its log-prob loop chunked by `LOGPROBS_MODULE` (LoRA)."""
 
     @property
     def remove_padding(self) -> bool:
         """Packed sequences (`use_remove_padding`) for the flash kernels; padded micro-batches for sdpa."""
         return self.kernel != SDPA
+
+    @property
+    def fused_kernels(self) -> bool:
+        """verl's fused log-prob kernels (`use_fused_kernels`): for `torch_varlen`, unless under LoRA."""
+        return self.kernel == TORCH_VARLEN and not self.chunked_logprobs
+
+    @property
+    def worker_modules(self) -> tuple[str, ...]:
+        """The modules verl imports in every worker (`external_lib`) for this choice."""
+        if self.kernel != TORCH_VARLEN:
+            return ()
+        return (VARLEN_MODULE, LOGPROBS_MODULE) if self.chunked_logprobs else (VARLEN_MODULE,)
 
 
 def flash_attn_imports() -> bool:
@@ -93,12 +110,7 @@ def choose_attention(config: DictConfig) -> AttentionChoice:
     from seal.trainer.launch.engine_limits import uses_lora
 
     if choice.kernel == TORCH_VARLEN and uses_lora(config):
-        if setting != AUTO:
-            raise AttentionError(
-                f"seal.attention={TORCH_VARLEN} with actor_rollout_ref.model.lora_rank: {LORA_NO_FUSED}; "
-                f"allowed: {SDPA} or {FLASH_ATTENTION}"
-            )
-        choice = AttentionChoice(SDPA, f"{choice.reason}, but LoRA: {LORA_NO_FUSED}: padded micro-batches")
+        choice = replace(choice, reason=f"{choice.reason}; {LORA_CHUNKED}", chunked_logprobs=True)
     if choice.kernel == TORCH_VARLEN and _sequence_parallel(config) > 1:
         raise AttentionError(
             f"{TORCH_VARLEN} ({choice.reason}) has no Ulysses sequence parallelism: set "
@@ -118,8 +130,8 @@ def apply_attention(config: DictConfig, choice: AttentionChoice) -> None:
         model.override_config.attn_implementation = choice.kernel
         model.use_remove_padding = choice.remove_padding
         if choice.kernel == TORCH_VARLEN:
-            model.use_fused_kernels = True
-            model.external_lib = _with_varlen_module(model.get("external_lib"))
+            model.use_fused_kernels = choice.fused_kernels
+            model.external_lib = _with_modules(model.get("external_lib"), choice.worker_modules)
 
 
 def configure_attention(config: DictConfig) -> AttentionChoice:
@@ -176,9 +188,11 @@ def _sequence_parallel(config: DictConfig) -> int:
     return max(sizes, default=1)
 
 
-def _with_varlen_module(external_lib: str | list[str] | None) -> str | list[str]:
-    """verl's `external_lib` (one module name or a list) with `VARLEN_MODULE` among them."""
-    if external_lib is None or external_lib == VARLEN_MODULE:
-        return VARLEN_MODULE
-    modules = [external_lib] if isinstance(external_lib, str) else list(external_lib)
-    return modules if VARLEN_MODULE in modules else [*modules, VARLEN_MODULE]
+def _with_modules(external_lib: str | list[str] | None, modules: tuple[str, ...]) -> str | list[str]:
+    """verl's `external_lib` (one module name or a list) with `modules` among them: one name stays a name."""
+    if external_lib is None:
+        named = []
+    else:
+        named = [external_lib] if isinstance(external_lib, str) else list(external_lib)
+    merged = [*named, *(module for module in modules if module not in named)]
+    return merged[0] if len(merged) == 1 else merged

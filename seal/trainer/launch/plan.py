@@ -195,11 +195,14 @@ def env_actors_row(config: DictConfig, settings: SealSettings) -> tuple[str, str
 def attention_row(config: DictConfig, choice: AttentionChoice) -> tuple[str, str, str]:
     """The kernel `seal.attention` resolved to here, why, and the verl keys it set."""
     model = config.actor_rollout_ref.model
+    modules = [model.external_lib] if isinstance(model.external_lib, str) else list(model.external_lib or [])
+    imported = f", imported in every worker: {', '.join(modules)}" if modules else ""
     return (
         "attention",
         f"{choice.kernel} ({choice.reason}), remove padding {model.use_remove_padding}, fused kernels "
-        f"{model.use_fused_kernels}",
-        "seal.attention -> model.override_config.attn_implementation, use_remove_padding, use_fused_kernels",
+        f"{model.use_fused_kernels}{imported}",
+        "seal.attention -> model.override_config.attn_implementation, use_remove_padding, use_fused_kernels, "
+        "external_lib",
     )
 
 

@@ -1,9 +1,11 @@
 """`seal.attention`: `auto` with and without flash-attn and torch's varlen kernels (importability
-monkeypatched), explicit values, contradictions, and the verl keys a resolution writes."""
+monkeypatched), with and without LoRA, explicit values, contradictions, the verl keys a resolution writes and
+the plan's line."""
 
 from __future__ import annotations
 
 import copy
+import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -12,10 +14,12 @@ import pytest
 
 from seal.trainer.experiment import compose_experiment
 from seal.trainer.launch.kernel import (
+    LORA_CHUNKED,
     AttentionError,
     choose_attention,
     configure_attention,
 )
+from seal.trainer.launch.plan import attention_row
 from seal.trainer.settings import settings_from_config
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,13 +52,19 @@ def old_torch(monkeypatch):
 
 
 def keys(config) -> tuple:
-    model = config.actor_rollout_ref.model
+    """The verl keys a resolution writes, and the actor's, which follow the model's. verl 0.9.1's reference
+    has no such keys: its engine takes the model's (verl/workers/engine_workers.py:114-115, :585)."""
+    model, actor = config.actor_rollout_ref.model, config.actor_rollout_ref.actor
+    assert (actor.use_remove_padding, actor.use_fused_kernels) == (
+        model.use_remove_padding,
+        model.use_fused_kernels,
+    )
     return (
         model.override_config.attn_implementation,
         model.use_remove_padding,
         model.use_fused_kernels,
         model.external_lib,
-        config.actor_rollout_ref.actor.use_remove_padding,
+        actor.use_remove_padding,
     )
 
 
@@ -73,25 +83,51 @@ def test_auto_without_flash_attn_takes_torch_varlen_packed_with_fused_kernels(no
 
 
 LORA = {"lora_rank": 64, "lora_alpha": 128}
+LORA_MODULES = ["seal.trainer.attention", "seal.trainer.logprobs"]
 
 
-def test_auto_without_flash_attn_pads_for_sdpa_under_lora(no_flash_attn, config):
-    """torch_varlen needs verl's fused kernels, which fail on FSDP2's sharded lm_head, where LoRA trains."""
+def test_auto_without_flash_attn_trains_lora_packed_without_fused_kernels(no_flash_attn, config):
+    """verl's fused kernels fail on FSDP2's sharded lm_head, where LoRA trains: packed sequences on
+    torch_varlen all the same, verl's log-prob loop chunked by a module every worker imports."""
     config.actor_rollout_ref.model.update(LORA)
     choice = configure_attention(config)
-    assert (choice.kernel, choice.problem) == ("sdpa", None)
-    assert "LoRA" in choice.reason and "fused" in choice.reason
-    assert keys(config) == ("sdpa", False, False, None, False)
+    assert (choice.kernel, choice.problem, choice.chunked_logprobs) == ("torch_varlen", None, True)
+    assert "LoRA" in choice.reason and "fused" in choice.reason and "seal.trainer.logprobs" in choice.reason
+    assert keys(config) == ("torch_varlen", True, False, LORA_MODULES, True)
+    for module in config.actor_rollout_ref.model.external_lib:
+        importlib.import_module(module)  # what verl's HFModelConfig does in every worker
 
 
-def test_lora_keeps_flash_attention_2_and_refuses_an_explicit_torch_varlen(flash_attn, config):
+def test_lora_keeps_flash_attention_2_and_takes_an_explicit_torch_varlen_as_auto_does(flash_attn, config):
     config.actor_rollout_ref.model.update(LORA)
     assert choose_attention(config).kernel == "flash_attention_2"
     config.seal.attention = "torch_varlen"
-    with pytest.raises(
-        AttentionError, match=r"torch_varlen with actor_rollout_ref.model.lora_rank: .*allowed: sdpa"
-    ):
-        choose_attention(config)
+    choice = configure_attention(config)
+    assert (choice.kernel, choice.problem, choice.reason) == (
+        "torch_varlen",
+        None,
+        f"seal.attention=torch_varlen; {LORA_CHUNKED}",
+    )
+    assert keys(config) == ("torch_varlen", True, False, LORA_MODULES, True)
+
+
+@pytest.mark.parametrize("lora", [False, True])
+def test_the_plan_says_which_kernel_why_and_whether_fused_kernels_compute_the_log_probs(
+    no_flash_attn, config, lora
+):
+    if lora:
+        config.actor_rollout_ref.model.update(LORA)
+    _, value, set_by = attention_row(config, configure_attention(config))
+    assert value.startswith("torch_varlen (auto: no flash-attn") and "remove padding True" in value
+    assert f"fused kernels {not lora}" in value and ("LoRA" in value) is lora
+    assert ("seal.trainer.logprobs" in value) is lora and "external_lib" in set_by
+
+
+def test_lora_pads_for_sdpa_only_where_torch_has_no_varlen_kernels(no_flash_attn, old_torch, config):
+    config.actor_rollout_ref.model.update(LORA)
+    choice = configure_attention(config)
+    assert (choice.kernel, choice.chunked_logprobs) == ("sdpa", False)
+    assert keys(config) == ("sdpa", False, False, None, False)
 
 
 def test_auto_on_a_torch_without_varlen_pads_for_sdpa(no_flash_attn, old_torch, config):
@@ -119,7 +155,10 @@ def test_explicit_sdpa_pads_even_where_faster_kernels_exist(flash_attn, config):
     assert keys(config) == ("sdpa", False, False, None, False)
 
 
-def test_resolving_a_resolved_config_again_changes_nothing(no_flash_attn, config):
+@pytest.mark.parametrize("lora", [False, True])
+def test_resolving_a_resolved_config_again_changes_nothing(no_flash_attn, config, lora):
+    if lora:
+        config.actor_rollout_ref.model.update(LORA)
     first = configure_attention(config)
     written = copy.deepcopy(config)
     assert configure_attention(config) == first and config == written
@@ -140,13 +179,20 @@ def test_ulysses_sequence_parallelism_needs_flash_attn(no_flash_attn, config):
 
 
 @pytest.mark.parametrize(
-    ("given", "written"),
-    [("my.lib", ["my.lib", "seal.trainer.attention"]), (["a", "seal.trainer.attention"], None)],
+    ("lora", "given", "written"),
+    [
+        (False, "my.lib", ["my.lib", "seal.trainer.attention"]),
+        (False, ["a", "seal.trainer.attention"], ["a", "seal.trainer.attention"]),
+        (True, "my.lib", ["my.lib", *LORA_MODULES]),
+        (True, ["seal.trainer.logprobs", "a"], ["seal.trainer.logprobs", "a", "seal.trainer.attention"]),
+    ],
 )
-def test_torch_varlen_joins_the_external_libs_already_named(no_flash_attn, config, given, written):
+def test_torch_varlen_joins_the_external_libs_already_named(no_flash_attn, config, lora, given, written):
+    if lora:
+        config.actor_rollout_ref.model.update(LORA)
     config.actor_rollout_ref.model.external_lib = given
     configure_attention(config)
-    assert list(config.actor_rollout_ref.model.external_lib) == (written or given)
+    assert list(config.actor_rollout_ref.model.external_lib) == written
 
 
 def test_an_unknown_setting_is_refused_by_the_schema_and_the_resolution(config):

@@ -1,15 +1,18 @@
-"""Token log-probabilities for verl's SFT trainer without flash-attn: in chunks of rows, not one per token.
+"""Token log-probabilities for verl's FSDP engine without flash-attn: in chunks of rows, not one per token.
 
-verl 0.9.1 computes the log-probability of each label token with flash-attn's cross-entropy kernel where
-flash-attn imports; otherwise (`logprobs_from_logits_v2`) with a Python loop over the rows of the packed
-logits, one row per token. With its backward that is about 0.2 ms a token: an SFT step of SmolLM2 on 100k
-tokens took 21 s on an H200, almost all of it in that loop. The RL trainer avoids the loop with
-`use_fused_kernels`; verl's SFT trainer has no such switch (its forward never asks for the fused kernels).
+verl 0.9.1's FSDP engine (`FSDPEngineWithLMHead.prepare_model_outputs`, which the RL actor and reference
+and the SFT trainer all run) computes the log-probability of each label token with
+`verl.utils.torch_functional.logprobs_from_logits`: flash-attn's cross-entropy kernel where flash-attn
+imports, otherwise (`logprobs_from_logits_v2`) a Python loop over the rows of the packed logits, one row per
+token. With its backward that is about 0.2 ms a token: an SFT step of SmolLM2 on 100k tokens took 21 s on an
+H200, almost all of it in that loop. The RL trainer avoids the loop with `use_fused_kernels`, except under
+LoRA, where those kernels fail on FSDP2's sharded lm_head; verl's SFT trainer has no such switch.
 
-Imported into every SFT rank through `model.external_lib` (seal/config/seal_sft.yaml), this module points
-the FSDP engine's `logprobs_from_logits` at `chunked_logprobs`: verl's own log-softmax and gather over
-`CHUNK_ROWS` rows at a time, the loop's values (bit-equal in bf16) in a few kernel calls.
-Where flash-attn's (or the NPU's) kernel is available verl's own choice stands and nothing is replaced.
+Imported into every rank through `model.external_lib` (seal/config/seal_sft.yaml for SFT;
+seal/trainer/launch/kernel.py for LoRA on `torch_varlen`), this module points the FSDP engine's
+`logprobs_from_logits` at `chunked_logprobs`: verl's own log-softmax and gather over `CHUNK_ROWS` rows at a
+time, the loop's values (bit-equal in bf16) in a few kernel calls. Where flash-attn's (or the NPU's) kernel
+is available verl's own choice stands and nothing is replaced.
 """
 
 from __future__ import annotations
