@@ -25,7 +25,7 @@
 #                   FSDP2 (on FSDP1 verl syncs no adapter tensor: seal/trainer/launch/engine_limits.py);
 #                   attention is seal.attention's auto: without flash-attn, torch_varlen on packed sequences
 #                   without verl's fused kernels (they fail on FSDP2), log-probs chunked by seal.trainer.logprobs
-#                   (not yet run on a GPU); responses shaped as 3b-shaped's (the step holds the tokens a trained
+#                   (so far one step of a small model on a GPU); responses shaped as 3b-shaped's (the step holds the tokens a trained
 #                   model's does)
 #   7b-lora-sdpa    7b-lora with seal.attention=sdpa (every micro-batch padded), as measured before: on an
 #                   H200 one step in 582 s, peak GPU 87.5 GiB, node 113.2 GiB (docs/guides/gpu.md, "What fits
