@@ -94,6 +94,12 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
         assert overrides["trainer.val_before_train"] == "false" and overrides["trainer.test_freq"] == "-1"
         steps, save = ("1", "1") if run.endswith("ckpt") else ("2", "-1")
         assert (overrides["trainer.total_training_steps"], overrides["trainer.save_freq"]) == (steps, save)
+    tuned = {key: value for key, value in overrides_of(node, "7b-tuned").items() if key not in AS_SHIPPED}
+    assert tuned == {  # the timing run's cap, then only settings that leave the gradient as it is
+        "data.max_response_length": "1152",
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": "32768",
+        "actor_rollout_ref.ref.fsdp_config.param_offload": "false",
+    }
     assert overrides_of(node, "8b-resume")["trainer.experiment_name"] == "paper_8b_ckpt"  # resumes its folder
     assert overrides_of(node, "8b")["actor_rollout_ref.model.path"] == str(node.models / "toolace-2-8b")
     for gpus in ("1", "2", "4"):
@@ -106,7 +112,7 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
     assert node.run("show", "13b").returncode == 2
 
 
-@pytest.mark.parametrize("run", ["7b", "7b-ckpt", "8b-shaped"])  # between them every override of SEAL's runs
+@pytest.mark.parametrize("run", ["7b", "7b-ckpt", "8b-shaped", "7b-tuned"])  # every override of 7B/8B runs
 def test_the_paper_s_launches_compose_and_pass_the_launch_checks(run, tmp_path):
     conf, overrides = launch_of(Node(tmp_path), run)
     config = launcher.compose(ROOT / conf, [f"{k}={v}" for k, v in overrides.items()])
