@@ -26,10 +26,12 @@
 #   7b-shaped   the timing run: 2 steps with data.max_response_length=1152, so that a step holds the tokens a
 #               trained model's does (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average);
 #               the cap is the one override beyond the three; its table checks the 7B targets (~9)
-#   7b-tuned    7b-shaped with the speed settings to try against the targets, none of which changes the
-#               gradient: packed micro-batches of up to 32,768 tokens (Table 4's released config: 16,384; the
-#               forward-only phases follow) and the reference model's parameters kept on the GPU (Table 4
-#               offloads them; 16-23% MFU in its forward on 4 H200) (~9)
+#   7b-tuned    7b-shaped with the speed settings to try against the targets, which leave the algorithm as
+#               it is: packed micro-batches of up to 32,768 tokens (Table 4's released config: 16,384; the
+#               forward-only phases follow) and the reference model held in bf16, the precision its forward
+#               computes in anyway (verl keeps a forward-only model's parameters on the host whatever its
+#               param_offload says, and streams them for every forward: 16-23% MFU on 4 H200; bf16 halves
+#               that stream) (~9)
 #   8b-ckpt, 8b-resume, 8b-shaped   the same for ToolACE-2-8B with its config as shipped, exp/SEAL_ToolACE.yaml
 #               (Table 4 with the python_list protocol and a 9,216-token prompt budget) (~12, ~10, ~10)
 #   scale-1, scale-2, scale-4   exp/learn_qwen_seal.yaml on $CODER (Qwen2.5-Coder-1.5B-Instruct, real weights)
@@ -58,7 +60,7 @@ state=experiments/.paper_launch
 checkpoint_gib=${CHECKPOINT_GIB:-110}  # the free space a -ckpt run asks for (the 8B's checkpoint: 96 GB)
 ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
-tuned=(actor_rollout_ref.actor.ppo_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.param_offload=false)
+tuned=(actor_rollout_ref.actor.ppo_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16)
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.rollout.load_format=safetensors actor_rollout_ref.actor.strategy=fsdp2
       actor_rollout_ref.actor.fsdp_config.strategy=fsdp2 actor_rollout_ref.actor.optim.lr=5e-5)

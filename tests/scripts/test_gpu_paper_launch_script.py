@@ -95,10 +95,10 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
         steps, save = ("1", "1") if run.endswith("ckpt") else ("2", "-1")
         assert (overrides["trainer.total_training_steps"], overrides["trainer.save_freq"]) == (steps, save)
     tuned = {key: value for key, value in overrides_of(node, "7b-tuned").items() if key not in AS_SHIPPED}
-    assert tuned == {  # the timing run's cap, then only settings that leave the gradient as it is
+    assert tuned == {  # the timing run's cap, then only speed settings that leave the algorithm as it is
         "data.max_response_length": "1152",
         "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": "32768",
-        "actor_rollout_ref.ref.fsdp_config.param_offload": "false",
+        "actor_rollout_ref.ref.fsdp_config.model_dtype": "bf16",
     }
     assert overrides_of(node, "8b-resume")["trainer.experiment_name"] == "paper_8b_ckpt"  # resumes its folder
     assert overrides_of(node, "8b")["actor_rollout_ref.model.path"] == str(node.models / "toolace-2-8b")
