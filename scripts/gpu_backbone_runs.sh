@@ -27,9 +27,9 @@
 #                   without verl's fused kernels (they fail on FSDP2), log-probs chunked by seal.trainer.logprobs
 #                   (so far one step of a small model on a GPU); responses shaped as 3b-shaped's (the step holds the tokens a trained
 #                   model's does)
-#   7b-lora-sdpa    7b-lora with seal.attention=sdpa (every micro-batch padded), as measured before: on an
-#                   H200 one step in 582 s, peak GPU 87.5 GiB, node 113.2 GiB (docs/guides/gpu.md, "What fits
-#                   where")
+#   7b-lora-sdpa    7b-lora with seal.attention=sdpa (every micro-batch padded). Measured on an H200 while verl
+#                   still looped over the tokens for their log-probs (now chunked by seal.trainer.logprobs): one
+#                   step in 582 s, peak GPU 87.5 GiB, node 113.2 GiB (docs/guides/gpu.md, "What fits where")
 #   8b-lora         7b-lora on $MODELS/toolace-2-8b with exp/SEAL_ToolACE.yaml (python_list, a 9,216-token prompt)
 #                   (measured on an H200 with seal.attention=sdpa: one step in 752 s, peak GPU 88.0 GiB, node
 #                   83.1 GiB)

@@ -9,7 +9,8 @@ H200, almost all of it in that loop. The RL trainer avoids the loop with `use_fu
 LoRA, where those kernels fail on FSDP2's sharded lm_head; verl's SFT trainer has no such switch.
 
 Imported into every rank through `model.external_lib` (seal/config/seal_sft.yaml for SFT;
-seal/trainer/launch/kernel.py for LoRA on `torch_varlen`), this module points the FSDP engine's
+seal/trainer/launch/kernel.py for LoRA on `torch_varlen` and for padded `sdpa`, whose logits verl turns back
+into one row per token), this module points the FSDP engine's
 `logprobs_from_logits` at `chunked_logprobs`: verl's own log-softmax and gather over `CHUNK_ROWS` rows at a
 time, the loop's values (bit-equal in bf16) in a few kernel calls. Where flash-attn's (or the NPU's) kernel
 is available verl's own choice stands and nothing is replaced.

@@ -169,8 +169,8 @@ def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_pa
                     False,
                     ["seal.trainer.attention", "seal.trainer.logprobs"],
                 )
-            else:  # the configuration measured before: every micro-batch padded
-                assert resolved == ("sdpa", False, False, None)
+            else:  # every micro-batch padded, as measured before; verl's log-prob loop now chunked
+                assert resolved == ("sdpa", False, False, "seal.trainer.logprobs")
 
 
 def test_build_copies_the_weightless_folder_then_adds_random_weights(tmp_path):

@@ -7,7 +7,8 @@
   over the tokens of a packed micro-batch, which the fused kernels avoid. Under LoRA, whose FSDP2 engine the
   fused kernels fail on, the same packed sequences without them, and `seal.trainer.logprobs` replaces the
   loop with the same computation in chunks;
-- otherwise `sdpa` with every micro-batch padded to its longest sample (correct, much slower).
+- otherwise `sdpa` with every micro-batch padded to its longest sample (correct, much slower); verl turns its
+  logits back into one row per token and would loop over them too, so `seal.trainer.logprobs` chunks them.
 An explicit value takes that kernel, `torch_varlen` under LoRA as `auto` does. The launcher (and
 `seal.trainer.experiment.train`) resolves the setting before Ray starts and writes
 `actor_rollout_ref.model.override_config.attn_implementation`, `use_remove_padding`, `use_fused_kernels` and
@@ -33,7 +34,7 @@ ATTENTION_CHOICES = (AUTO, FLASH_ATTENTION, TORCH_VARLEN, SDPA)
 VARLEN_MODULE = "seal.trainer.attention"
 """Imported by verl in every worker (`external_lib`); registers `torch_varlen` with transformers."""
 LOGPROBS_MODULE = "seal.trainer.logprobs"
-"""Imported by verl in every worker (`external_lib`) under LoRA; chunks verl's per-token log-prob loop."""
+"""Imported by verl in every worker (`external_lib`) under LoRA and sdpa; chunks verl's per-token log-prob loop."""
 LORA_CHUNKED = (
     "LoRA: verl's fused log-prob kernels fail on FSDP2's sharded lm_head, so packed without them, the "
     f"log-probs computed in chunks ({LOGPROBS_MODULE})"
@@ -69,10 +70,11 @@ class AttentionChoice:
 
     @property
     def worker_modules(self) -> tuple[str, ...]:
-        """The modules verl imports in every worker (`external_lib`) for this choice."""
-        if self.kernel != TORCH_VARLEN:
-            return ()
-        return (VARLEN_MODULE, LOGPROBS_MODULE) if self.chunked_logprobs else (VARLEN_MODULE,)
+        """The modules verl imports in every worker (`external_lib`) for this choice: `torch_varlen`'s
+        registration, and the chunked log-probs wherever verl's per-token loop would run (sdpa, LoRA)."""
+        if self.kernel == TORCH_VARLEN:
+            return (VARLEN_MODULE, LOGPROBS_MODULE) if self.chunked_logprobs else (VARLEN_MODULE,)
+        return (LOGPROBS_MODULE,) if self.kernel == SDPA else ()
 
 
 def flash_attn_imports() -> bool:
@@ -131,6 +133,7 @@ def apply_attention(config: DictConfig, choice: AttentionChoice) -> None:
         model.use_remove_padding = choice.remove_padding
         if choice.kernel == TORCH_VARLEN:
             model.use_fused_kernels = choice.fused_kernels
+        if choice.worker_modules:
             model.external_lib = _with_modules(model.get("external_lib"), choice.worker_modules)
 
 

@@ -127,14 +127,14 @@ def test_lora_pads_for_sdpa_only_where_torch_has_no_varlen_kernels(no_flash_attn
     config.actor_rollout_ref.model.update(LORA)
     choice = configure_attention(config)
     assert (choice.kernel, choice.chunked_logprobs) == ("sdpa", False)
-    assert keys(config) == ("sdpa", False, False, None, False)
+    assert keys(config) == ("sdpa", False, False, "seal.trainer.logprobs", False)
 
 
 def test_auto_on_a_torch_without_varlen_pads_for_sdpa(no_flash_attn, old_torch, config):
     choice = configure_attention(config)
     assert (choice.kernel, choice.problem) == ("sdpa", None)
     assert "2.10" in choice.reason
-    assert keys(config) == ("sdpa", False, False, None, False)
+    assert keys(config) == ("sdpa", False, False, "seal.trainer.logprobs", False)  # verl's loop, chunked
 
 
 @pytest.mark.parametrize(
@@ -152,7 +152,7 @@ def test_an_explicit_kernel_this_machine_lacks_is_a_problem_for_a_gpu_launch(
 def test_explicit_sdpa_pads_even_where_faster_kernels_exist(flash_attn, config):
     config.seal.attention = "sdpa"
     assert configure_attention(config).reason == "seal.attention=sdpa"
-    assert keys(config) == ("sdpa", False, False, None, False)
+    assert keys(config) == ("sdpa", False, False, "seal.trainer.logprobs", False)
 
 
 @pytest.mark.parametrize("lora", [False, True])
