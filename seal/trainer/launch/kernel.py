@@ -34,7 +34,7 @@ ATTENTION_CHOICES = (AUTO, FLASH_ATTENTION, TORCH_VARLEN, SDPA)
 VARLEN_MODULE = "seal.trainer.attention"
 """Imported by verl in every worker (`external_lib`); registers `torch_varlen` with transformers."""
 LOGPROBS_MODULE = "seal.trainer.logprobs"
-"""Imported by verl in every worker (`external_lib`) under LoRA and sdpa: chunks its per-token log-prob loop."""
+"""Imported by verl in every worker (`external_lib`) for LoRA and sdpa: chunks its per-token log-prob loop."""
 LORA_CHUNKED = (
     "LoRA: verl's fused log-prob kernels fail on FSDP2's sharded lm_head, so packed without them, the "
     f"log-probs computed in chunks ({LOGPROBS_MODULE})"
