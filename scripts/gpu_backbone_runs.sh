@@ -37,14 +37,10 @@
 #                   10,240-token micro-batches, 1 step of 16 x 8, shaped responses. Measured: out of GPU memory
 #                   in the first optimizer step (AdamW's moments on the GPU beside the gathered weights)
 # MODELS (default /root/models) holds the model folders; PYTHON (default python3) runs the scripts.
-set -uo pipefail
-usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
-case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_mode_cli.sh"
 mode=$1
 shift
-py=${PYTHON:-python3}
 models=${MODELS:-/root/models}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # scripts/backbone_table.py reads the runs with seal
 state=experiments/.backbone_run

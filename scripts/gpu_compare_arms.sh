@@ -39,16 +39,12 @@
 # 15 min. CONCURRENT launches must fit the node's RAM at 24 GiB each (NODE_GIB
 # overrides the size read from /proc/meminfo), else start and run refuse in one line. Each launch gets its share
 # of verl's agent-loop, reward-loop and storage workers: 8 x GPUS / CONCURRENT of each, at least 2 (WORKERS).
-set -uo pipefail
-usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
-case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_mode_cli.sh"
 mode=$1
 shift
-py=${PYTHON:-python3}
 gpus=${GPUS:-1}
 concurrent=${CONCURRENT:-$((2 * gpus))}
 per_gpu=$(((concurrent + gpus - 1) / gpus))  # the most launches one GPU holds at once
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
 cd "$(dirname "$0")/.."
 state=experiments/arms
 arms=(seal vanilla)

@@ -45,15 +45,11 @@
 # MODELS (default /root/models) holds the model folders; CODER (default $MODELS/qwen2.5-coder-1.5b) the 1.5B;
 # PYTHON (default python3) runs the scripts. Runs go to experiments/paper_<run> (the resumes to their ckpt's).
 # A -ckpt run starts only with CHECKPOINT_GIB (default 110) GiB free under experiments/.
-set -uo pipefail
-usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
-case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_mode_cli.sh"
 mode=$1
 shift
-py=${PYTHON:-python3}
 models=${MODELS:-/root/models}
 coder=${CODER:-$models/qwen2.5-coder-1.5b}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
 cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the tables read the runs with seal
 state=experiments/.paper_launch

@@ -16,13 +16,9 @@
 # SFT_STEP picks the SFT checkpoint the arms start from (default: the saved step with the best greedy val,
 # the shorter one on a tie). BASE=0 skips the base model's evaluations (measured once) and trains the SFT start
 # on all four GPUs instead of two. State and logs: experiments/qwen/ (driver.log, <stage>.log, eval_<model>_<split>/).
-set -uo pipefail
-usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; }
-case "${1:-}" in -h|--help) usage; exit 0 ;; "") usage >&2; exit 2 ;; esac
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_mode_cli.sh"
 mode=$1
 shift
-py=${PYTHON:-python3}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_USE_FLASHINFER_SAMPLER=0
 cd "$(dirname "$0")/.."
 state=experiments/qwen
 read -r -a arms <<< "${ARMS:-seal vanilla}"

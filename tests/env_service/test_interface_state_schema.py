@@ -3,15 +3,22 @@ the schema calls valid is never a 422; a well-formed Ω the service cannot serve
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import httpx
 import jsonschema
 import pytest
 
 from env_service.app import ServiceSettings, create_app
 from env_service.models import InterfaceState, request_body
-from seal.env.interface import GUIDELINES
-from seal.env.interface_record import InterfaceRecord
+from seal.env.interface import GUIDELINES, InterfaceConfig
+from seal.env.interface_record import InterfaceConfigRecord, InterfaceRecord
 from seal.tocf.profile import FailureProfile
+
+
+def test_the_record_names_every_field_of_the_config_and_no_other():
+    """The record mirrors `InterfaceConfig` for the schema: a field added to one belongs in the other."""
+    assert list(InterfaceConfigRecord.model_fields) == [field.name for field in fields(InterfaceConfig)]
 
 
 def pressing_profile() -> dict:

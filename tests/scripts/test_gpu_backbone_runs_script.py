@@ -111,7 +111,8 @@ def run_script(
     python.chmod(0o755)
     scripts = tmp_path / "work" / "scripts"
     scripts.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "scripts" / "gpu_backbone_runs.sh", scripts / "gpu_backbone_runs.sh")
+    for name in ("gpu_backbone_runs.sh", "gpu_mode_cli.sh"):  # the script and the start it sources
+        shutil.copy(ROOT / "scripts" / name, scripts / name)
     done = subprocess.run(
         ["bash", str(scripts / "gpu_backbone_runs.sh"), *args],
         env={**os.environ, "PYTHON": str(python), "MODELS": str(tmp_path / "models"), **(env or {})},

@@ -56,7 +56,8 @@ def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     """A copy of the script in a temporary project, the stand-in's record file and the environment."""
     work = tmp_path / "work"
     (work / "scripts").mkdir(parents=True)
-    shutil.copy(ROOT / "scripts" / "gpu_compare_arms.sh", work / "scripts")
+    for name in ("gpu_compare_arms.sh", "gpu_mode_cli.sh"):  # the script and the start it sources
+        shutil.copy(ROOT / "scripts" / name, work / "scripts")
     python = tmp_path / "python"
     python.write_text(STAND_IN)
     python.chmod(0o755)

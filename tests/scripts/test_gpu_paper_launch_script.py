@@ -49,7 +49,8 @@ class Node:
     def __init__(self, tmp_path: Path) -> None:
         self.work, self.models = tmp_path / "work", tmp_path / "models"
         (self.work / "scripts").mkdir(parents=True)
-        shutil.copy(ROOT / "scripts" / "gpu_paper_launch.sh", self.work / "scripts")
+        for name in ("gpu_paper_launch.sh", "gpu_mode_cli.sh"):  # the script and the start it sources
+            shutil.copy(ROOT / "scripts" / name, self.work / "scripts")
         for name in ("qwen2.5-7b", "toolace-2-8b", "qwen2.5-coder-1.5b"):
             (self.models / name).mkdir(parents=True)
             (self.models / name / "config.json").write_text("{}")

@@ -25,10 +25,8 @@ def warn_from_verls_engines(message: str) -> list[str]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         quiet_engine_notices()
-        exec(  # a warning whose module is verl.workers.engine, as its import issues it
-            "import warnings\nwarnings.warn(message, stacklevel=1)",
-            {"__name__": "verl.workers.engine", "message": message},
-        )
+        # a warning whose module is verl.workers.engine, as its import issues it
+        warnings.warn_explicit(message, UserWarning, "engine.py", 1, module="verl.workers.engine")
     return [str(warning.message) for warning in caught]
 
 
@@ -77,8 +75,7 @@ def test_the_trainer_s_ray_workers_drop_the_engine_notices_and_keep_other_warnin
         "import warnings\n"
         f"for message in {[*notices, 'another warning']!r}:\n"
         "    try:\n"
-        "        scope = {'__name__': 'verl.workers.engine', 'message': message}\n"
-        "        exec('import warnings; warnings.warn(message)', scope)\n"
+        "        warnings.warn_explicit(message, UserWarning, 'engine.py', 1, module='verl.workers.engine')\n"
         "    except UserWarning as raised:\n"
         "        print('raised', raised)\n"
     )
