@@ -9,10 +9,12 @@
 #                                    weightless one from .gpu/models/NAME (else built there: make_smoke_model.py,
 #                                    needs the tokenizer packages), then random bf16 weights (~1 min, 15-16 GB)
 #   bash scripts/gpu_paper_launch.sh next           start the first run of ORDER not yet done well (then `wait`)
-#   bash scripts/gpu_paper_launch.sh start RUN      launch RUN in the background
-#   bash scripts/gpu_paper_launch.sh wait [S]       follow the started run for at most S seconds (default 540);
-#                                    exit 0 when it ended well (its table printed), 1 failed, 3 still running
-#   bash scripts/gpu_paper_launch.sh run RUN        start RUN and wait for its end
+#   bash scripts/gpu_paper_launch.sh start RUN...   launch the runs in the background; several run side by side on
+#                                    disjoint GPUs (CUDA_VISIBLE_DEVICES, in the order given), at most GPUS in all
+#                                    (default: the node's count); each samples only its own GPUs' memory
+#   bash scripts/gpu_paper_launch.sh wait [S]       follow the started runs for at most S seconds (default 540);
+#                                    exit 0 when all ended well (their tables printed), 1 one failed, 3 running
+#   bash scripts/gpu_paper_launch.sh run RUN...     start the runs and wait for their end
 #   bash scripts/gpu_paper_launch.sh status         each run of ORDER: done, running, failed or to do
 #   bash scripts/gpu_paper_launch.sh table [RUN...] the tables of finished runs (default: all), then side by side
 #   bash scripts/gpu_paper_launch.sh show RUN       the launch RUN makes, one argument a line
@@ -35,11 +37,12 @@
 #   8b-ckpt, 8b-resume, 8b-shaped   the same for ToolACE-2-8B with its config as shipped, exp/SEAL_ToolACE.yaml
 #               (Table 4 with the python_list protocol and a 9,216-token prompt budget) (~12, ~10, ~10)
 #   scale-1, scale-2, scale-4   exp/learn_qwen_seal.yaml on $CODER (Qwen2.5-Coder-1.5B-Instruct, real weights)
-#               with trainer.n_gpus_per_node=1/2/4, 3 steps, no validation or checkpoint (~5 each)
-#   lora        exp/learn_qwen_seal.yaml on $CODER on 2 GPUs with verl's LoRA (rank 64, FSDP2, vLLM reads the base
+#               with trainer.n_gpus_per_node=1/2/4, 3 steps, no validation or checkpoint (~5 each; `start
+#               scale-1 scale-2 lora` runs three side by side on four GPUs, then `start scale-4`)
+#   lora        exp/learn_qwen_seal.yaml on $CODER on 1 GPU with verl's LoRA (rank 64, FSDP2, vLLM reads the base
 #               from the folder and gets only the adapters), 4 steps at lr 5e-5: the adapters move the policy, so
-#               a rollout-vs-trainer probability difference at scale-2's level (full fine-tuning) after 3+
-#               updates says the adapters reach vLLM; scripts/step_table.py prints it per step (~6)
+#               a rollout-vs-trainer probability difference at scale-1's level (full fine-tuning, one GPU too)
+#               after 3+ updates says the adapters reach vLLM; scripts/step_table.py prints it per step (~8)
 #   7b, 8b      2 full-cap steps in one launch, no checkpoint: what the -ckpt and -resume pair already shows in
 #               two launches, so last (~13 each)
 # MODELS (default /root/models) holds the model folders; CODER (default $MODELS/qwen2.5-coder-1.5b) the 1.5B;
@@ -81,10 +84,16 @@ launch_args() {  # launch_args RUN: the experiment, then the overrides beside th
     scale-[124]) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=3 "${no_val[@]}" \
           trainer.save_freq=-1 "trainer.n_gpus_per_node=${run#scale-}" ;;
     lora) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=4 "${no_val[@]}" \
-          trainer.save_freq=-1 trainer.n_gpus_per_node=2 "${lora[@]}" ;;
+          trainer.save_freq=-1 trainer.n_gpus_per_node=1 "${lora[@]}" ;;
     *) return 2 ;;
   esac
 }
+
+gpus_of() {  # gpus_of RUN: the GPUs its launch asks for
+  case "$1" in scale-*) echo "${1#scale-}" ;; lora) echo 1 ;; *) echo 4 ;; esac
+}
+
+node_gpus() { echo "${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)}"; }
 
 folder_of() { local run=${1%-resume}; [ "$run" = "$1" ] || run+=-ckpt; echo "experiments/paper_${run//-/_}"; }
 
@@ -96,22 +105,36 @@ launch_line() {  # launch_line RUN: the whole launch, one argument a line
     "${args[@]:1}" "trainer.logger=[console,file]" "trainer.experiment_name=$(basename "$(folder_of "$1")")"
 }
 
-running() { [ -f "$state/pid" ] && kill -0 "$(cat "$state/pid")" 2>/dev/null; }
+started() { [ -f "$state/started" ] && cat "$state/started"; }  # "RUN PID" a line: the runs last started
 
-start() {  # start RUN: the launch in its own session under the sampler; its pid and name in $state/
-  local run=$1 line folder dest
-  mapfile -t line < <(launch_line "$run")
-  [ ${#line[@]} -gt 0 ] || { echo "gpu_paper_launch.sh: no run '$run' (see --help)" >&2; return 2; }
-  if running; then
-    echo "gpu_paper_launch.sh: $(cat "$state/name") is still running (wait, or kill -- -$(cat "$state/pid"))" >&2
-    return 2
-  fi
+alive() { kill -0 "$1" 2>/dev/null; }
+
+running() {  # a run of the last start still running
+  local run pid
+  while read -r run pid; do alive "$pid" && return 0; done < <(started)
+  return 1
+}
+
+is_running() {  # is_running RUN: it was started last and still runs
+  local run pid
+  while read -r run pid; do [ "$run" = "$1" ] && alive "$pid" && return 0; done < <(started)
+  return 1
+}
+
+log_of() {  # log_of RUN: its launch log
+  local folder
+  folder=$(folder_of "$1")
+  if [[ $1 == *-resume ]]; then echo "$folder/resume/launch.log"; else echo "$folder/launch.log"; fi
+}
+
+check_run() {  # check_run RUN: it exists, its model is there, and the disk or checkpoint it needs
+  local run=$1 folder
+  launch_line "$run" > /dev/null || { echo "gpu_paper_launch.sh: no run '$run' (see --help)" >&2; return 2; }
   [ -f "$(model_of "$run")/config.json" ] || {
     echo "gpu_paper_launch.sh: no model folder $(model_of "$run") (bash scripts/gpu_paper_launch.sh build ${run%%-*}, or CODER=DIR)" >&2
     return 2
   }
   folder=$(folder_of "$run")
-  dest=$folder/resources.json
   if [[ $run == *-ckpt ]]; then
     mkdir -p experiments
     local free
@@ -126,17 +149,43 @@ start() {  # start RUN: the launch in its own session under the sampler; its pid
       echo "gpu_paper_launch.sh: $run resumes ${run%-resume}-ckpt's checkpoint: run ${run%-resume}-ckpt first" >&2
       return 2
     }
-    dest=$folder/resume/resources.json
-  else
-    rm -rf "$folder"
   fi
-  mkdir -p "$state" "$(dirname "$dest")"
+}
+
+launch() {  # launch RUN DEVICES: the launch in its own session under the sampler (DEVICES: all when empty)
+  local run=$1 devices=$2 line folder dest
+  mapfile -t line < <(launch_line "$run")
+  folder=$(folder_of "$run")
+  dest=$(dirname "$(log_of "$run")")/resources.json
+  [[ $run == *-resume ]] || rm -rf "$folder"
+  mkdir -p "$(dirname "$dest")"
   rm -f "$state/$run.done" "$state/$run.failed"
+  if [ -n "$devices" ]; then export CUDA_VISIBLE_DEVICES=$devices; fi
   setsid "$py" scripts/resource_sampler.py --out "$dest" --metrics "$folder/metrics" -- "$py" "${line[@]}" \
-    > "$(dirname "$dest")/launch.log" 2>&1 < /dev/null &
-  echo $! > "$state/pid"
-  echo "$run" > "$state/name"
-  echo "$run started (pid $!): $(dirname "$dest")/launch.log"
+    > "$(log_of "$run")" 2>&1 < /dev/null &
+  echo "$run $!" >> "$state/started"
+  echo "$run started (pid $!${devices:+, GPUs $devices}): $(log_of "$run")"
+}
+
+start() {  # start RUN...: every run checked, then each launched on its own GPUs
+  local run total=0 first=0 count devices
+  if running; then
+    echo "gpu_paper_launch.sh: $(started | cut -d' ' -f1 | xargs) still running (wait, or kill -- -PID)" >&2
+    return 2
+  fi
+  for run in "$@"; do check_run "$run" || return 2; total=$((total + $(gpus_of "$run"))); done
+  if [ $# -gt 1 ] && [ "$total" -gt "$(node_gpus)" ]; then
+    echo "gpu_paper_launch.sh: $* need $total GPUs side by side; the node has $(node_gpus) (GPUS=N to say)" >&2
+    return 2
+  fi
+  mkdir -p "$state"
+  : > "$state/started"
+  for run in "$@"; do
+    count=$(gpus_of "$run") devices=
+    [ $# -gt 1 ] && devices=$(seq -s, "$first" $((first + count - 1)))
+    first=$((first + count))
+    (launch "$run" "$devices")
+  done
 }
 
 resumed() {  # resumed FOLDER: the resume launch logged step 2 only, after the checkpoint of step 1; its start-up
@@ -160,28 +209,18 @@ sys.exit(0 if ok else 1)
 EOF
 }
 
-report() {  # report RUN: its table (the LoRA run: the agreement per step too)
+report() {  # report RUN: its table (the 1.5B runs: the rollout-vs-trainer agreement per step too)
   local run=$1 folder
   folder=$(folder_of "$run")
   "$py" scripts/backbone_table.py "$folder"
-  [ "$run" = lora ] && "$py" scripts/step_table.py "$folder"
+  [[ $run == lora || $run == scale-* ]] && "$py" scripts/step_table.py "$folder"
   return 0
 }
 
-follow() {  # follow SECONDS: progress until the started run ends or SECONDS pass
-  local limit=$1 run pid folder log started=$SECONDS
-  [ -f "$state/pid" ] || { echo "gpu_paper_launch.sh: nothing was started" >&2; return 2; }
-  pid=$(cat "$state/pid"); run=$(cat "$state/name"); folder=$(folder_of "$run")
-  log=$folder/launch.log
-  [[ $run == *-resume ]] && log=$folder/resume/launch.log
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ $((SECONDS - started)) -ge "$limit" ]; then
-      echo "$run still running after $limit s: call wait again"
-      return 3
-    fi
-    sleep 2
-    [ $(((SECONDS - started) % 30)) -lt 2 ] && grep -a '\[sampler\]' "$log" | tail -n 1
-  done
+finish() {  # finish RUN: done (its table printed) when it ended well, else failed (its log's end printed)
+  local run=$1 folder log
+  folder=$(folder_of "$run")
+  log=$(log_of "$run")
   if grep -qs '"returncode": 0' "$(dirname "$log")/resources.json" && { [[ $run != *-resume ]] || resumed "$folder"; }; then
     touch "$state/$run.done"
     echo "$run finished: $log"
@@ -195,9 +234,31 @@ follow() {  # follow SECONDS: progress until the started run ends or SECONDS pas
   return 1
 }
 
+follow() {  # follow SECONDS: progress until the started runs end or SECONDS pass
+  local limit=$1 started_at=$SECONDS run pid status=0
+  [ -s "$state/started" ] || { echo "gpu_paper_launch.sh: nothing was started" >&2; return 2; }
+  while running; do
+    if [ $((SECONDS - started_at)) -ge "$limit" ]; then
+      echo "$(started | cut -d' ' -f1 | xargs) still running after $limit s: call wait again"
+      return 3
+    fi
+    sleep 2
+    if [ $(((SECONDS - started_at) % 30)) -lt 2 ]; then
+      while read -r run pid; do
+        alive "$pid" && echo "$run: $(grep -a '\[sampler\]' "$(log_of "$run")" | tail -n 1)"
+      done < <(started)
+    fi
+  done
+  while read -r run pid; do
+    [ -f "$state/$run.done" ] || [ -f "$state/$run.failed" ] || finish "$run" || status=1
+    [ -f "$state/$run.failed" ] && status=1
+  done < <(started)
+  return $status
+}
+
 status_of() {
   if [ -f "$state/$1.done" ]; then echo done
-  elif running && [ "$(cat "$state/name")" = "$1" ]; then echo running
+  elif is_running "$1"; then echo running
   elif [ -f "$state/$1.failed" ]; then echo failed
   else echo "to do"
   fi
@@ -214,16 +275,16 @@ case "$mode" in
     case "${1:-}" in 7b) build qwen2.5-7b ;; 8b) build toolace-2-8b ;;
       *) echo "usage: gpu_paper_launch.sh build 7b|8b" >&2; exit 2 ;; esac ;;
   next)
-    running && { echo "gpu_paper_launch.sh: $(cat "$state/name") is still running (wait)" >&2; exit 2; }
+    running && { echo "gpu_paper_launch.sh: $(started | cut -d' ' -f1 | xargs) still running (wait)" >&2; exit 2; }
     for run in "${ORDER[@]}"; do
       [ "$(status_of "$run")" = "to do" ] || continue
       [[ $run == *-resume ]] && [ ! -f "$state/${run%-resume}-ckpt.done" ] && continue
       start "$run"; exit $?
     done
     echo "gpu_paper_launch.sh: nothing left to start (status)"; exit 0 ;;
-  start) [ $# -eq 1 ] || { usage >&2; exit 2; }; start "$1" ;;
+  start) [ $# -ge 1 ] || { usage >&2; exit 2; }; start "$@" ;;
   wait) follow "${1:-540}" ;;
-  run) [ $# -eq 1 ] || { usage >&2; exit 2; }; start "$1" && follow 1000000 ;;
+  run) [ $# -ge 1 ] || { usage >&2; exit 2; }; start "$@" && follow 1000000 ;;
   status) for run in "${ORDER[@]}"; do printf '%-10s %s\n' "$run" "$(status_of "$run")"; done ;;
   show) [ $# -eq 1 ] || { usage >&2; exit 2; }
     launch_line "$1" || { echo "gpu_paper_launch.sh: no run '$1' (see --help)" >&2; exit 2; } ;;

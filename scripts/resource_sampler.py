@@ -6,7 +6,8 @@ and when each training step's metrics arrive.
 
 Every `--interval` seconds it reads the node's used memory (total − available, what Ray's 95% kill line
 watches), every process's resident set (pinned host memory is resident: it counts), and each GPU's used memory
-(NVML, as nvidia-smi shows it: vLLM's whole share while it runs); it prints a progress line every `--every`
+(NVML, as nvidia-smi shows it: vLLM's whole share while it runs; only the GPUs CUDA_VISIBLE_DEVICES names, so
+runs side by side on one node each count their own); it prints a progress line every `--every`
 seconds. At the end (or on SIGINT/SIGTERM, which it passes to the command) it writes the peaks and the time
 each step's line appeared in the metrics files to `--out`, the samples to the same name with `.csv`, and
 exits with the command's status. scripts/backbone_table.py turns it and the metrics into the table.
@@ -31,18 +32,28 @@ GIB = 1 << 30
 TOP_PROCESSES = 3
 
 
+def visible_gpus(count: int, visible: str | None) -> list[int]:
+    """The node's GPU indices a command sees: those CUDA_VISIBLE_DEVICES lists by number (NVML and nvidia-smi
+    number every GPU of the node whatever it says), else all `count`."""
+    if visible is None or not all(part.strip().isdigit() for part in visible.split(",")):
+        return list(range(count))
+    return [index for index in (int(part) for part in visible.split(",")) if index < count]
+
+
 class GpuMemory:
-    """Used memory per GPU through NVML (nvidia-ml-py, a vLLM dependency); nvidia-smi where NVML is missing;
-    nothing on a machine without GPUs."""
+    """Used memory of each GPU the command sees, through NVML (nvidia-ml-py, a vLLM dependency); nvidia-smi
+    where NVML is missing; nothing on a machine without GPUs."""
 
     def __init__(self) -> None:
         self.nvml: Any = None
+        self.visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         try:
             import pynvml
 
             pynvml.nvmlInit()
             self.nvml = pynvml
-            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+            indices = visible_gpus(pynvml.nvmlDeviceGetCount(), self.visible)
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in indices]
         except Exception:  # no NVML library or no driver: fall back below
             self.nvml = None
 
@@ -59,7 +70,8 @@ class GpuMemory:
             ).stdout
         except (OSError, subprocess.SubprocessError):
             return []
-        return [float(line) / 1024 for line in out.split()]
+        used = [float(line) / 1024 for line in out.split()]
+        return [used[i] for i in visible_gpus(len(used), self.visible)]
 
 
 def process_rss() -> dict[int, tuple[float, str]]:

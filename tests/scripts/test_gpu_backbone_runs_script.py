@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from seal.trainer.launch import command as launcher
 from seal.trainer.launch.checks import check_launch_config
 from seal.trainer.launch.kernel import configure_attention
@@ -212,3 +214,12 @@ def test_wait_says_a_run_still_going_and_gives_back_control(tmp_path):
         assert time.monotonic() - started < 25
     finally:
         sleeper.kill()
+
+
+@pytest.mark.parametrize(
+    ("visible", "expected"),
+    [(None, [0, 1, 2, 3]), ("1,2", [1, 2]), ("3,7", [3]), ("GPU-5d1c", [0, 1, 2, 3])],
+)
+def test_the_sampler_counts_only_the_gpus_its_command_sees(visible, expected):
+    # runs side by side on one node each sample their own GPUs; names it cannot number leave the node's
+    assert sampler.visible_gpus(4, visible) == expected

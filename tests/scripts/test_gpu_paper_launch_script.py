@@ -35,6 +35,7 @@ STAND_IN = """#!/bin/sh
 echo "$*" >> {record}
 case "$1" in
   scripts/resource_sampler.py) out=$3; mkdir -p "$(dirname "$out")"
+    echo "${{CUDA_VISIBLE_DEVICES:-all}}" > "$(dirname "$out")/gpus"
     echo '{{"returncode": 0, "step_seen_s": {{"2": 300.0}}, "peak_gpu_used_gib": 70.1,' > "$out"
     echo '"peak_node_used_gib": 90.2}}' >> "$out" ;;
   -) exec {python} "$@" ;;
@@ -108,6 +109,7 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
         assert scale["trainer.n_gpus_per_node"] == gpus and scale["trainer.total_training_steps"] == "3"
     lora = overrides_of(node, "lora")
     assert lora["actor_rollout_ref.model.lora_rank"] == "64" and lora["trainer.total_training_steps"] == "4"
+    assert lora["trainer.n_gpus_per_node"] == "1"  # beside scale-1, full fine-tuning on one GPU
     assert lora["actor_rollout_ref.rollout.load_format"] == "safetensors"
     assert lora["actor_rollout_ref.actor.strategy"] == "fsdp2"
     assert node.run("show", "13b").returncode == 2
@@ -144,6 +146,24 @@ def test_next_follows_the_order_and_a_resume_waits_for_its_checkpoint(tmp_path):
     assert "trainer.experiment_name=paper_7b_shaped" in node.launches()[-1]
     status = node.run("status").stdout
     assert "7b-ckpt    failed" in status and "7b-resume  to do" in status and "7b-shaped  done" in status
+
+
+def test_runs_started_together_share_the_node_on_disjoint_gpus(tmp_path):
+    node = Node(tmp_path)
+    too_many = node.run("start", "scale-2", "scale-4", GPUS="4")
+    assert too_many.returncode == 2 and "need 6 GPUs side by side; the node has 4" in too_many.stderr
+    assert node.launches() == []
+    assert node.run("start", "scale-1", "scale-2", "lora", GPUS="4").returncode == 0
+    assert node.run("wait", "30").returncode == 0
+    gpus = {
+        name: (node.folder(f"paper_{name}") / "gpus").read_text().strip()
+        for name in ("scale_1", "scale_2", "lora")
+    }
+    assert gpus == {"scale_1": "0", "scale_2": "1,2", "lora": "3"}
+    status = node.run("status").stdout
+    assert all(f"{run:<10} done" in status for run in ("scale-1", "scale-2", "lora"))
+    assert node.run("start", "scale-4").returncode == 0 and node.run("wait", "30").returncode == 0
+    assert (node.folder("paper_scale_4") / "gpus").read_text().strip() == "all"  # alone: the whole node
 
 
 def write_launch(metrics: Path, name: str, steps: list[int]) -> None:
