@@ -40,9 +40,11 @@
 #               with trainer.n_gpus_per_node=1/2/4, 3 steps, no validation or checkpoint (~5 each; `start
 #               scale-1 scale-2 lora` runs three side by side on four GPUs, then `start scale-4`)
 #   lora        exp/learn_qwen_seal.yaml on $CODER on 1 GPU with verl's LoRA (rank 64, FSDP2, vLLM reads the base
-#               from the folder and gets only the adapters), 4 steps at lr 5e-5: the adapters move the policy, so
-#               a rollout-vs-trainer probability difference at scale-1's level (full fine-tuning, one GPU too)
-#               after 3+ updates says the adapters reach vLLM; scripts/step_table.py prints it per step (~8)
+#               from the folder and gets only the adapters), 4 steps (2 updates each) at lr 1e-4 with an entropy
+#               bonus (entropy_coeff=1: the base model's groups earn no reward, so GRPO alone leaves the adapters
+#               at zero): the adapters move the policy far, so a rollout-vs-trainer probability difference at
+#               scale-1's level (full fine-tuning, one GPU too) after 3+ updates says they reach vLLM;
+#               scripts/step_table.py prints it per step with the trainer's entropy (~8)
 #   7b, 8b      2 full-cap steps in one launch, no checkpoint: what the -ckpt and -resume pair already shows in
 #               two launches, so last (~13 each)
 # MODELS (default /root/models) holds the model folders; CODER (default $MODELS/qwen2.5-coder-1.5b) the 1.5B;
@@ -62,7 +64,8 @@ no_val=(trainer.val_before_train=false trainer.test_freq=-1)
 tuned=(actor_rollout_ref.actor.ppo_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16)
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.rollout.load_format=safetensors actor_rollout_ref.actor.strategy=fsdp2
-      actor_rollout_ref.actor.fsdp_config.strategy=fsdp2 actor_rollout_ref.actor.optim.lr=5e-5)
+      actor_rollout_ref.actor.fsdp_config.strategy=fsdp2 actor_rollout_ref.actor.optim.lr=1e-4
+      actor_rollout_ref.actor.entropy_coeff=1)
 
 model_of() {  # model_of RUN: the model folder the run trains
   case "$1" in 7b*) echo "$models/qwen2.5-7b" ;; 8b*) echo "$models/toolace-2-8b" ;; *) echo "$coder" ;; esac

@@ -16,6 +16,7 @@ import pytest
 
 from seal.trainer.launch import command as launcher
 from seal.trainer.launch.checks import check_launch_config
+from seal.trainer.launch.override_types import check_override_types
 from seal.trainer.settings import settings_from_config
 from tests.support.script_module import load_script
 
@@ -110,6 +111,7 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
     lora = overrides_of(node, "lora")
     assert lora["actor_rollout_ref.model.lora_rank"] == "64" and lora["trainer.total_training_steps"] == "4"
     assert lora["trainer.n_gpus_per_node"] == "1"  # beside scale-1, full fine-tuning on one GPU
+    assert lora["actor_rollout_ref.actor.entropy_coeff"] == "1"  # moves the adapters when no reward does
     assert lora["actor_rollout_ref.rollout.load_format"] == "safetensors"
     assert lora["actor_rollout_ref.actor.strategy"] == "fsdp2"
     assert node.run("show", "13b").returncode == 2
@@ -125,6 +127,16 @@ def test_the_paper_s_launches_compose_and_pass_the_launch_checks(run, tmp_path):
     toolace = run.startswith("8b")  # the 8B's shipped config: its protocol and a prompt its tokenizer fits
     assert config.seal.rollout.protocol == ("python_list" if toolace else "qwen_fc")
     assert config.data.max_prompt_length == (9216 if toolace else 8192)
+
+
+@pytest.mark.parametrize("run", ["lora", "scale-1", "scale-4"])
+def test_the_1_5b_launches_pass_the_launcher_s_checks(run, tmp_path):
+    conf, overrides = launch_of(Node(tmp_path), run)
+    lines = [f"{key}={value}" for key, value in overrides.items()]
+    check_override_types(launcher.compose(ROOT / conf, []), lines)  # what refused entropy_coeff=0.01 once
+    config = launcher.compose(ROOT / conf, lines)
+    check_launch_config(config, settings_from_config(config))
+    assert config.trainer.n_gpus_per_node == (1 if run == "lora" else int(run[-1]))
 
 
 def test_next_follows_the_order_and_a_resume_waits_for_its_checkpoint(tmp_path):

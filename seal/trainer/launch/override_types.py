@@ -3,16 +3,19 @@
 Hydra refuses unknown keys, and the `seal:` section has a typed schema, but verl's yaml is untyped:
 `trainer.test_freq=abc` composes and passes `validate_config`, then fails hours later (or never).
 An override of a key whose composed value is a bool, an int or a float must therefore parse as one;
-other values (strings, lists, null defaults) take what verl takes. Sweeps are refused: one launch is
-one run.
+other values (strings, lists, null defaults) take what verl takes. An int default of a field that verl's
+config dataclass (the section's `_target_`) declares a float takes any number: verl writes
+`entropy_coeff: 0` and `top_p: 1`. Sweeps are refused: one launch is one run.
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 from typing import Any
 
 from hydra.core.override_parser.types import Override
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from seal.trainer.launch.override_keys import parsed_overrides
@@ -45,6 +48,8 @@ def _check(defaults: DictConfig, override: Override) -> None:
     if value is None or default is ABSENT or (isinstance(value, str) and "${" in value):
         return
     expected = _scalar_type(default)
+    if expected is int and _declared_float(defaults, override.key_or_group):
+        expected = float
     if expected is None or _fits(value, expected):
         return
     raise OverrideTypeError(
@@ -59,6 +64,19 @@ def _scalar_type(default: Any) -> type | None:
         if type(default) is kind:
             return kind
     return None
+
+
+def _declared_float(defaults: DictConfig, key: str) -> bool:
+    """Whether the dataclass named by the `_target_` of the key's section declares the field a float."""
+    section, _, field = key.rpartition(".")
+    target = OmegaConf.select(defaults, f"{section}._target_", default=None) if section else None
+    if not isinstance(target, str):
+        return False
+    try:
+        declared = typing.get_type_hints(get_class(target)).get(field)
+    except Exception:  # a target that does not import, or hints that do not resolve: the int rule holds
+        return False
+    return declared is float or float in typing.get_args(declared)
 
 
 def _fits(value: Any, expected: type) -> bool:

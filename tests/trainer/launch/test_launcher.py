@@ -317,6 +317,8 @@ def verl_defaults():
         "trainer.test_freq=null",
         "actor_rollout_ref.actor.optim.lr=3",
         "actor_rollout_ref.actor.optim.lr=1e-6",
+        "actor_rollout_ref.actor.entropy_coeff=0.01",  # verl writes 0; its ActorConfig declares a float
+        "actor_rollout_ref.rollout.top_p=0.95",  # verl writes 1; RolloutConfig declares a float
         "trainer.val_before_train=false",
         "trainer.logger=[console,file]",
         "trainer.experiment_name=run_7",
@@ -334,6 +336,7 @@ def test_overrides_that_fit_their_default_pass(verl_defaults, override):
     [
         ("trainer.test_freq=abc", "expects an integer (default -1), got str 'abc'"),
         ("trainer.test_freq=2.5", "expects an integer"),
+        ("actor_rollout_ref.actor.ppo_mini_batch_size=2.5", "expects an integer"),  # declared an int
         ("trainer.test_freq='5'", "expects an integer"),
         ("trainer.val_before_train=1", "expects a boolean"),
         ("actor_rollout_ref.actor.optim.lr=[1,2]", "expects a number"),
