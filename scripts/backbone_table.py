@@ -4,7 +4,8 @@ metrics, read as `seal report --steps` reads them), and the peaks scripts/resour
     python scripts/backbone_table.py experiments/backbone_3b [experiments/backbone_3b_shaped ...]
 
 Start-up is the launch to the start of its first step: when that step's metrics line appeared less the
-step's own time. verl logs the MFU of the actor's update only; the forward-only phases' (old_log_prob, ref)
+step's own time; where the sampler kept the start-up's landmarks, a line splits it into its parts (PARTS).
+verl logs the MFU of the actor's update only; the forward-only phases' (old_log_prob, ref)
 is derived from it: the same tokens, and a forward is a third of the FLOPs verl counts for a training pass,
 so their MFU is the update's times update_actor / (3 x the phase's seconds). With several runs a last table
 sets them side by side at their last step (the GPUs read from the tokens, the step and the throughput:
@@ -49,6 +50,17 @@ TARGETED_RUNS = "backbone_3b"
 TARGETED_7B = ("paper_7b", "paper_7b_shaped", "paper_7b_tuned")
 """The runs of scripts/gpu_paper_launch.sh that the 7B targets are for (its full-cap and timing runs)."""
 RESOURCES = "resources.json"
+PARTS = {
+    "launcher": (None, "launcher"),
+    "Ray": ("launcher", "ray"),
+    "task runner": ("ray", "data loaders"),
+    "workers": ("data loaders", "worker group"),
+    "actor and ref": ("worker group", "actor and ref"),
+    "rollout servers": ("reward loop", "rollout servers"),
+    "sleep and load": ("rollout servers", "ready"),
+    "to step 1": ("ready", "start-up s"),
+}
+"""Each part of the start-up: from one landmark of scripts/resource_sampler.py to the next (None: launch)."""
 
 
 def targets_of(run: Path) -> tuple[str, dict[str, float]] | None:
@@ -81,6 +93,20 @@ def run_table(run: Path) -> tuple[pd.DataFrame, dict[str, float]]:
         largest = found["peak_processes"][0] if found["peak_processes"] else {"rss_gib": float("nan")}
         summary["peak process RSS GiB"] = largest["rss_gib"]
     return table, summary
+
+
+def startup_parts(run: Path, start_up: float | None) -> dict[str, float]:
+    """Seconds of each part of the start-up (PARTS) whose two ends the sampler saw (none: no landmarks)."""
+    resources = run / RESOURCES
+    seen = json.loads(resources.read_text()).get("landmarks_s", {}) if resources.is_file() else {}
+    if not seen:
+        return {}
+    ends = {None: 0.0, **seen, **({"start-up s": start_up} if start_up is not None else {})}
+    return {
+        name: ends[last] - ends[first]
+        for name, (first, last) in PARTS.items()
+        if first in ends and last in ends
+    }
 
 
 def verdict(table: pd.DataFrame, summary: dict[str, float], targets: dict[str, float]) -> str:
@@ -136,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{run}")
         print(table.to_string(float_format=number))
         print("  ".join(f"{name} {value:,.1f}" for name, value in summary.items()) or "(no resources.json)")
+        parts = startup_parts(run, summary.get("start-up s"))
+        if parts:
+            print("start-up parts s: " + "  ".join(f"{name} {value:,.1f}" for name, value in parts.items()))
         shape = targets_of(run)
         if shape is not None:
             print(f"{shape[0]} targets at step {table.index[-1]}: {verdict(table, summary, shape[1])}")

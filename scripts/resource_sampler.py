@@ -8,9 +8,11 @@ Every `--interval` seconds it reads the node's used memory (total − available,
 watches), every process's resident set (pinned host memory is resident: it counts), and each GPU's used memory
 (NVML, as nvidia-smi shows it: vLLM's whole share while it runs; only the GPUs CUDA_VISIBLE_DEVICES names, so
 runs side by side on one node each count their own); it prints a progress line every `--every`
-seconds. At the end (or on SIGINT/SIGTERM, which it passes to the command) it writes the peaks and the time
-each step's line appeared in the metrics files to `--out`, the samples to the same name with `.csv`, and
-exits with the command's status. scripts/backbone_table.py turns it and the metrics into the table.
+seconds. The command's output passes through it unchanged, and the moment each landmark of the start-up first
+appears there is kept (LANDMARKS: the launcher's record, Ray, and the log lines of verl's trainer set-up).
+At the end (or on SIGINT/SIGTERM, which it passes to the command) it writes the peaks, the landmarks and the
+time each step's line appeared in the metrics files to `--out`, the samples to the same name with `.csv`,
+and exits with the command's status. scripts/backbone_table.py turns it and the metrics into the tables.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ import argparse
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,20 @@ import psutil
 
 GIB = 1 << 30
 TOP_PROCESSES = 3
+LANDMARKS = {
+    "launcher": re.compile(rb"launch recorded in "),
+    "ray": re.compile(rb"Started a local Ray instance|Connected to Ray cluster"),
+    "data loaders": re.compile(rb"train and validate dataloader initialized"),
+    "worker group": re.compile(rb"create worker group"),
+    "actor and ref": re.compile(rb"actor and ref model engine initialized"),
+    "reward loop": re.compile(rb"reward loop manager initialized"),
+    "rollout servers": re.compile(rb"checkpoint engine manager initialized"),
+    "ready": re.compile(rb"all initialize finished, ready to fit"),
+}
+"""The start-up's landmarks in a launch's output, in the order they come: SEAL's launcher records the launch
+before it starts Ray; then verl 0.9.1's trainer set-up logs each line (trainer/ppo/v1/trainer_base.py): the
+data loaders, the worker processes, the actor and reference models, the reward loop, the vLLM servers (the
+checkpoint engine is set up right after them) and the replicas put to sleep with any checkpoint loaded."""
 
 
 def visible_gpus(count: int, visible: str | None) -> list[int]:
@@ -86,6 +104,31 @@ def process_rss() -> dict[int, tuple[float, str]]:
     return found
 
 
+class OutputWatch:
+    """Copies the command's output to ours line by line and keeps the seconds at which each landmark first
+    appeared (a thread: the output never waits for a sample)."""
+
+    def __init__(self, stream: Any, start: float) -> None:
+        self.seen: dict[str, float] = {}
+        self.thread = threading.Thread(target=self._copy, args=(stream, start), daemon=True)
+        self.thread.start()
+
+    def _copy(self, stream: Any, start: float) -> None:
+        out = sys.stdout.buffer
+        for line in iter(stream.readline, b""):
+            out.write(line)
+            out.flush()
+            for name, pattern in LANDMARKS.items():
+                if name not in self.seen and pattern.search(line):
+                    self.seen[name] = round(time.monotonic() - start, 1)
+
+    def finish(self) -> dict[str, float]:
+        """The landmarks seen, once the output has ended (or a few seconds after the command did: a process
+        it left behind may hold the output open)."""
+        self.thread.join(timeout=5)
+        return dict(self.seen)
+
+
 class StepWatch:
     """The time each training step's record first appears in `metrics/*.jsonl` (verl's `file` logger).
     What the files hold when the watch starts is an earlier launch's (a resumed run's): not this command's."""
@@ -111,9 +154,9 @@ class StepWatch:
                     self.seen.setdefault(int(record["step"]), elapsed)
 
 
-def sample_loop(child: subprocess.Popen, args: argparse.Namespace) -> dict[str, Any]:
+def sample_loop(child: subprocess.Popen, args: argparse.Namespace, start: float) -> dict[str, Any]:
     gpus, steps = GpuMemory(), StepWatch(args.metrics)
-    start = time.monotonic()
+    output = OutputWatch(child.stdout, start)
     peaks: dict[str, Any] = {"node_used_gib": 0.0, "gpu_used_gib": 0.0, "processes": {}}
     rows: list[list[float]] = []
     last_report = 0.0
@@ -159,6 +202,7 @@ def sample_loop(child: subprocess.Popen, args: argparse.Namespace) -> dict[str, 
             {"pid": pid, "rss_gib": round(rss, 2), "command": label} for pid, (rss, label) in top
         ],
         "step_seen_s": {str(step): round(t, 1) for step, t in sorted(steps.seen.items())},
+        "landmarks_s": output.finish(),
         "samples": rows,
     }
 
@@ -191,8 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     args.command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not args.command:
         parser.error("give the command to run after --")
+    start = time.monotonic()
     try:
-        child = subprocess.Popen(args.command, start_new_session=True)
+        child = subprocess.Popen(
+            args.command, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
     except OSError as error:
         print(f"resource_sampler: cannot run {args.command[0]}: {error}", file=sys.stderr)
         return 127
@@ -203,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, forward)
-    summary = sample_loop(child, args)
+    summary = sample_loop(child, args, start)
     write(summary, args.out)
     print(
         f"[sampler] done in {summary['wall_s']} s (exit {summary['returncode']}): node peak "

@@ -33,6 +33,11 @@ import json, sys, time
 from pathlib import Path
 metrics = Path(sys.argv[1]); metrics.mkdir(parents=True)
 held = bytearray(300 << 20)
+print("launch recorded in launcher_record/x/20261127T000000Z", flush=True)
+time.sleep(0.5)
+print("(SealTaskRunner pid=7) INFO:2026-11-27 01:49:53,399:train and validate dataloader initialized, ...",
+      file=sys.stderr, flush=True)
+print("launch recorded in launcher_record/x/again", flush=True)  # a landmark counts where it first appears
 for step in (1, 2):
     time.sleep(0.6)
     with (metrics / "launch.jsonl").open("a") as out:
@@ -41,19 +46,24 @@ sys.exit(3)
 """
 
 
-def test_the_sampler_records_the_child_s_memory_its_steps_and_its_exit(tmp_path, capsys):
+def test_the_sampler_records_the_child_s_memory_its_steps_and_its_exit(tmp_path, capfdbinary):
     out = tmp_path / "run" / "resources.json"
     metrics = tmp_path / "run" / "metrics"
     argv = ["--out", str(out), "--metrics", str(metrics), "--interval", "0.2", "--every", "0.5", "--"]
     status = sampler.main([*argv, sys.executable, "-c", CHILD, str(metrics)])
     assert status == 3
+    passed, progress = capfdbinary.readouterr()
+    assert passed.count(b"launch recorded in") == 2 and b"dataloader initialized" in passed  # stderr too
+    assert b"[sampler]" in progress
     found = json.loads(out.read_text())
     assert found["returncode"] == 3 and set(found["step_seen_s"]) == {"1", "2"}
     assert found["step_seen_s"]["1"] < found["step_seen_s"]["2"] <= found["wall_s"]
+    landmarks = found["landmarks_s"]
+    assert set(landmarks) == {"launcher", "data loaders"}
+    assert 0 <= landmarks["launcher"] <= landmarks["data loaders"] <= found["wall_s"]
     largest = max(process["rss_gib"] for process in found["peak_processes"])
     assert largest >= 0.29 and found["peak_node_used_gib"] > 0
     assert out.with_suffix(".csv").read_text().startswith("s,node_used_gib,largest_rss_gib,largest_pid")
-    assert "[sampler]" in capsys.readouterr().err
 
 
 def test_the_table_gives_start_up_phases_peaks_and_the_targets(tmp_path, capsys):
@@ -87,6 +97,15 @@ def test_the_table_gives_start_up_phases_peaks_and_the_targets(tmp_path, capsys)
     out = capsys.readouterr().out
     assert "start-up s 170.0" in out and "peak GPU GiB 71.5" in out and "peak process RSS GiB 44.1" in out
     assert "3B targets at step 2: step s ok, tokens/s/GPU ok, start-up s ok" in out
+    assert "start-up parts" not in out  # a sampler without landmarks
+    landmarks = {"launcher": 20.0, "ray": 29.0, "data loaders": 80.0, "reward loop": 100.0}
+    (run / "resources.json").write_text(
+        json.dumps({**resources, "landmarks_s": {**landmarks, "ready": 160.0}})
+    )
+    assert backbone_table.main([str(run)]) == 0
+    parts = capsys.readouterr().out.split("start-up parts s: ")[1].splitlines()[0]
+    # each part between two landmarks seen; the vLLM servers' part needs its end, absent here
+    assert parts == "launcher 20.0  Ray 9.0  task runner 51.0  to step 1 10.0"
     seven = tmp_path / "backbone_7b_lora"
     shutil.copytree(run, seven)
     assert backbone_table.main([str(seven)]) == 0

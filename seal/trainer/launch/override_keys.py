@@ -27,8 +27,13 @@ from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
-RAY_OPEN_MAPS = ("ray_kwargs.ray_init", "ray_kwargs.ray_init.runtime_env")
-"""Passed to `ray.init(**ray_init)`: any keyword of Ray's is read, not only the ones verl's yaml lists."""
+RAY_OPEN_MAPS = (
+    "ray_kwargs.ray_init",
+    "ray_kwargs.ray_init.runtime_env",
+    "ray_kwargs.ray_init.runtime_env.env_vars",
+)
+"""Passed to `ray.init(**ray_init)`: any keyword of Ray's is read, not only the ones verl's yaml lists, and
+every process of the run gets any variable of `env_vars`."""
 CONFIG_PACKAGE = "seal.config"
 """Where SEAL's config groups live; verl's are in `VERL_CONFIG_DIR` (`actor=...` picks a file of a group,
 not a key)."""

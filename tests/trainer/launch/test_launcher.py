@@ -20,6 +20,7 @@ import psutil
 import pytest
 from hydra import compose, initialize_config_module
 from omegaconf import OmegaConf
+from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
 
 from seal.bfcl.tasks import split_ids
 from seal.dataset import parquet_bytes
@@ -348,6 +349,19 @@ def test_overrides_of_the_wrong_type_are_refused(verl_defaults, override, says):
         OverrideTypeError, match=says.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
     ):
         check_override_types(verl_defaults, [override])
+
+
+@pytest.mark.parametrize(
+    ("overrides", "disabled"),
+    [([], "0"), (["ray_kwargs.ray_init.runtime_env.env_vars.VLLM_DISABLE_COMPILE_CACHE='1'"], "1")],
+)
+def test_vllm_s_compile_cache_is_on_unless_a_launch_turns_it_off(overrides, disabled, monkeypatch):
+    monkeypatch.delenv("VLLM_DISABLE_COMPILE_CACHE", raising=False)  # verl leaves out what the shell sets
+    config = launcher.compose(Path(SEAL), overrides)
+    verl_env = get_ppo_ray_runtime_env(config)
+    assert verl_env["env_vars"]["VLLM_DISABLE_COMPILE_CACHE"] == "1"  # verl's own default: off
+    ray_env = OmegaConf.merge(verl_env, config.ray_kwargs.ray_init.runtime_env)
+    assert ray_env["env_vars"]["VLLM_DISABLE_COMPILE_CACHE"] == disabled
 
 
 # -- metrics file ------------------------------------------------------------------------------------
