@@ -47,6 +47,9 @@
 #               scripts/step_table.py prints it per step with the trainer's entropy (~8)
 #   7b, 8b      2 full-cap steps in one launch, no checkpoint: what the -ckpt and -resume pair already shows in
 #               two launches, so last (~13 each)
+# vLLM's compile cache is on (seal/config/seal_trainer.yaml): a node's first launch of a model compiles its
+# graphs, later launches of the same model and rollout settings load them, so say which a start-up was: the
+# table splits each start-up into its parts, the rollout servers' among them.
 # MODELS (default /root/models) holds the model folders; CODER (default $MODELS/qwen2.5-coder-1.5b) the 1.5B;
 # PYTHON (default python3) runs the scripts. Runs go to experiments/paper_<run> (the resumes to their ckpt's).
 # A -ckpt run starts only with CHECKPOINT_GIB (default 110) GiB free under experiments/.
