@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from verl.utils.config import omega_conf_to_dataclass
 
 from seal.trainer.launch import command as launcher
 from seal.trainer.launch.checks import check_launch_config
@@ -103,6 +104,11 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
         "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": "32768",
         "actor_rollout_ref.ref.fsdp_config.model_dtype": "bf16",
     }
+    no_compile = {
+        key: value for key, value in overrides_of(node, "7b-nocompile").items() if key not in AS_SHIPPED
+    }
+    vllm_compile = "+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config"
+    assert no_compile == {**tuned, vllm_compile: "{mode:0,cudagraph_mode:FULL_DECODE_ONLY}"}  # and no compile
     assert overrides_of(node, "8b-resume")["trainer.experiment_name"] == "paper_8b_ckpt"  # resumes its folder
     assert overrides_of(node, "8b")["actor_rollout_ref.model.path"] == str(node.models / "toolace-2-8b")
     for gpus in ("1", "2", "4"):
@@ -117,7 +123,7 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
     assert node.run("show", "13b").returncode == 2
 
 
-@pytest.mark.parametrize("run", ["7b", "7b-ckpt", "8b-shaped", "7b-tuned"])  # every override of 7B/8B runs
+@pytest.mark.parametrize("run", ["7b", "7b-ckpt", "8b-shaped", "7b-tuned", "7b-nocompile"])  # every override
 def test_the_paper_s_launches_compose_and_pass_the_launch_checks(run, tmp_path):
     conf, overrides = launch_of(Node(tmp_path), run)
     config = launcher.compose(ROOT / conf, [f"{k}={v}" for k, v in overrides.items()])
@@ -127,6 +133,12 @@ def test_the_paper_s_launches_compose_and_pass_the_launch_checks(run, tmp_path):
     toolace = run.startswith("8b")  # the 8B's shipped config: its protocol and a prompt its tokenizer fits
     assert config.seal.rollout.protocol == ("python_list" if toolace else "qwen_fc")
     assert config.data.max_prompt_length == (9216 if toolace else 8192)
+    if run == "7b-nocompile":  # what verl hands vLLM: a plain dict it fills and writes as JSON
+        rollout = omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
+        assert rollout.engine_kwargs["vllm"]["compilation_config"] == {
+            "mode": 0,
+            "cudagraph_mode": "FULL_DECODE_ONLY",
+        }
 
 
 @pytest.mark.parametrize("run", ["lora", "scale-1", "scale-4"])
