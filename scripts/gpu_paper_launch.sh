@@ -15,6 +15,8 @@
 #   bash scripts/gpu_paper_launch.sh wait [S]       follow the started runs for at most S seconds (default 540);
 #                                    exit 0 when all ended well (their tables printed), 1 one failed, 3 running
 #   bash scripts/gpu_paper_launch.sh run RUN...     start the runs and wait for their end
+#   bash scripts/gpu_paper_launch.sh queue RUN...   one run after another in the background, each starting as the
+#                                    last ends (log experiments/.paper_launch/queue.log); `wait` follows the queue
 #   bash scripts/gpu_paper_launch.sh status         each run of ORDER: done, running, failed or to do
 #   bash scripts/gpu_paper_launch.sh table [RUN...] the tables of finished runs (default: all), then side by side
 #   bash scripts/gpu_paper_launch.sh show RUN       the launch RUN makes, one argument a line
@@ -180,6 +182,7 @@ launch() {  # launch RUN DEVICES: the launch in its own session under the sample
 
 start() {  # start RUN...: every run checked, then each launched on its own GPUs
   local run total=0 first=0 count devices
+  queue_running || rm -f "$state/queue.pid"  # a finished queue's: `wait` follows these runs
   if running; then
     echo "gpu_paper_launch.sh: $(started | cut -d' ' -f1 | xargs) still running (wait, or kill -- -PID)" >&2
     return 2
@@ -267,6 +270,25 @@ follow() {  # follow SECONDS: progress until the started runs end or SECONDS pas
   return $status
 }
 
+queue_running() { [ -f "$state/queue.pid" ] && alive "$(cat "$state/queue.pid")"; }
+
+follow_queue() {  # follow_queue SECONDS: the queue's log until it ends or SECONDS pass (0 all well, 1 not, 3 going)
+  local limit=$1 started_at=$SECONDS shown=0 lines
+  while queue_running; do
+    if [ $((SECONDS - started_at)) -ge "$limit" ]; then
+      echo "the queue is still running after $limit s (now: $(started | cut -d' ' -f1 | xargs)): call wait again"
+      return 3
+    fi
+    sleep 2
+    lines=$(wc -l < "$state/queue.log")
+    [ "$lines" -gt "$shown" ] && sed -n "$((shown + 1)),${lines}p" "$state/queue.log"
+    shown=$lines
+  done
+  rm -f "$state/queue.pid"
+  tail -n +$((shown + 1)) "$state/queue.log"
+  [ "$(cat "$state/queue.status" 2>/dev/null)" = 0 ]
+}
+
 status_of() {
   if [ -f "$state/$1.done" ]; then echo done
   elif is_running "$1"; then echo running
@@ -294,7 +316,27 @@ case "$mode" in
     done
     echo "gpu_paper_launch.sh: nothing left to start (status)"; exit 0 ;;
   start) [ $# -ge 1 ] || { usage >&2; exit 2; }; start "$@" ;;
-  wait) follow "${1:-540}" ;;
+  queue) [ $# -ge 1 ] || { usage >&2; exit 2; }
+    if queue_running || running; then echo "gpu_paper_launch.sh: runs are still going (wait)" >&2; exit 2; fi
+    for run in "$@"; do  # a resume queued after its checkpoint run is checked when its turn comes
+      if [[ $run == *-resume && " $* " == *" ${run%-resume}-ckpt "* ]]; then
+        launch_line "$run" > /dev/null || { echo "gpu_paper_launch.sh: no run '$run' (see --help)" >&2; exit 2; }
+      else
+        check_run "$run" || exit 2
+      fi
+    done
+    mkdir -p "$state"
+    rm -f "$state/queue.status"
+    setsid bash "${BASH_SOURCE[0]}" sequence "$@" > "$state/queue.log" 2>&1 < /dev/null &
+    echo $! > "$state/queue.pid"
+    echo "queued $* (pid $!): $state/queue.log" ;;
+  sequence) status=0
+    for run in "$@"; do
+      echo "== $run"
+      { start "$run" && follow 1000000; } || status=1
+    done
+    echo "$status" > "$state/queue.status" ;;
+  wait) if [ -f "$state/queue.pid" ]; then follow_queue "${1:-540}"; else follow "${1:-540}"; fi ;;
   run) [ $# -ge 1 ] || { usage >&2; exit 2; }; start "$@" && follow 1000000 ;;
   status) for run in "${ORDER[@]}"; do printf '%-10s %s\n' "$run" "$(status_of "$run")"; done ;;
   show) [ $# -eq 1 ] || { usage >&2; exit 2; }

@@ -190,6 +190,26 @@ def test_runs_started_together_share_the_node_on_disjoint_gpus(tmp_path):
     assert (node.folder("paper_scale_4") / "gpus").read_text().strip() == "all"  # alone: the whole node
 
 
+def test_a_queue_runs_one_launch_after_another_and_wait_follows_it(tmp_path):
+    node = Node(tmp_path)
+    refused = node.run("queue", "scale-1", "13b")
+    assert refused.returncode == 2 and "no run '13b'" in refused.stderr and node.launches() == []
+    queued = node.run("queue", "scale-1", "lora", "scale-4")
+    assert queued.returncode == 0, queued.stderr
+    followed = node.run("wait", "60")
+    assert followed.returncode == 0, followed.stdout + followed.stderr
+    names = [launch[launch.index("--") + 1 :] for launch in node.launches()]
+    assert [line[-1] for line in names] == [  # in the queue's order, each alone on the node
+        "trainer.experiment_name=paper_scale_1",
+        "trainer.experiment_name=paper_lora",
+        "trainer.experiment_name=paper_scale_4",
+    ]
+    assert all((node.folder(f"paper_{n}") / "gpus").read_text().strip() == "all" for n in ("scale_1", "lora"))
+    assert "scale-4 finished" in followed.stdout
+    status = node.run("status").stdout
+    assert all(f"{run:<10} done" in status for run in ("scale-1", "lora", "scale-4"))
+
+
 def write_launch(metrics: Path, name: str, steps: list[int]) -> None:
     lines = [json.dumps({"step": step, "data": {"timing_s/step": 150.0}}) for step in steps]
     metrics.mkdir(parents=True, exist_ok=True)
