@@ -122,15 +122,12 @@ started() { [ -f "$state/started" ] && cat "$state/started"; }  # "RUN PID" a li
 
 alive() { kill -0 "$1" 2>/dev/null; }
 
-running() {  # a run of the last start still running
+running() {  # running [RUN]: a run of the last start (that one, when named) still runs
   local run pid
-  while read -r run pid; do alive "$pid" && return 0; done < <(started)
-  return 1
-}
-
-is_running() {  # is_running RUN: it was started last and still runs
-  local run pid
-  while read -r run pid; do [ "$run" = "$1" ] && alive "$pid" && return 0; done < <(started)
+  while read -r run pid; do
+    [ -z "${1:-}" ] || [ "$run" = "$1" ] || continue
+    alive "$pid" && return 0
+  done < <(started)
   return 1
 }
 
@@ -140,8 +137,9 @@ log_of() {  # log_of RUN: its launch log
   if [[ $1 == *-resume ]]; then echo "$folder/resume/launch.log"; else echo "$folder/launch.log"; fi
 }
 
-check_run() {  # check_run RUN: it exists, its model is there, and the disk or checkpoint it needs
-  local run=$1 folder
+check_run() {  # check_run RUN [BEFORE...]: it exists, its model is there, and the disk or checkpoint it needs
+  local run=$1 folder                       # (a resume's checkpoint may come from a run queued BEFORE it)
+  shift
   launch_line "$run" > /dev/null || { echo "gpu_paper_launch.sh: no run '$run' (see --help)" >&2; return 2; }
   [ -f "$(model_of "$run")/config.json" ] || {
     echo "gpu_paper_launch.sh: no model folder $(model_of "$run") (bash scripts/gpu_paper_launch.sh build ${run%%-*}, or CODER=DIR)" >&2
@@ -157,7 +155,7 @@ check_run() {  # check_run RUN: it exists, its model is there, and the disk or c
       return 2
     }
   fi
-  if [[ $run == *-resume ]]; then
+  if [[ $run == *-resume && " $* " != *" ${run%-resume}-ckpt "* ]]; then
     [ -f "$state/${run%-resume}-ckpt.done" ] && [ -d "$folder/checkpoints" ] || {
       echo "gpu_paper_launch.sh: $run resumes ${run%-resume}-ckpt's checkpoint: run ${run%-resume}-ckpt first" >&2
       return 2
@@ -291,7 +289,7 @@ follow_queue() {  # follow_queue SECONDS: the queue's log until it ends or SECON
 
 status_of() {
   if [ -f "$state/$1.done" ]; then echo done
-  elif is_running "$1"; then echo running
+  elif running "$1"; then echo running
   elif [ -f "$state/$1.failed" ]; then echo failed
   else echo "to do"
   fi
@@ -318,13 +316,8 @@ case "$mode" in
   start) [ $# -ge 1 ] || { usage >&2; exit 2; }; start "$@" ;;
   queue) [ $# -ge 1 ] || { usage >&2; exit 2; }
     if queue_running || running; then echo "gpu_paper_launch.sh: runs are still going (wait)" >&2; exit 2; fi
-    for run in "$@"; do  # a resume queued after its checkpoint run is checked when its turn comes
-      if [[ $run == *-resume && " $* " == *" ${run%-resume}-ckpt "* ]]; then
-        launch_line "$run" > /dev/null || { echo "gpu_paper_launch.sh: no run '$run' (see --help)" >&2; exit 2; }
-      else
-        check_run "$run" || exit 2
-      fi
-    done
+    queued=()
+    for run in "$@"; do check_run "$run" "${queued[@]}" || exit 2; queued+=("$run"); done
     mkdir -p "$state"
     rm -f "$state/queue.status"
     setsid bash "${BASH_SOURCE[0]}" sequence "$@" > "$state/queue.log" 2>&1 < /dev/null &

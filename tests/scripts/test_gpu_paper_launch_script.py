@@ -208,6 +208,12 @@ def test_a_queue_runs_one_launch_after_another_and_wait_follows_it(tmp_path):
     assert "scale-4 finished" in followed.stdout
     status = node.run("status").stdout
     assert all(f"{run:<10} done" in status for run in ("scale-1", "lora", "scale-4"))
+    alone = node.run("queue", "7b-resume")
+    assert alone.returncode == 2 and "run 7b-ckpt first" in alone.stderr
+    assert node.run("queue", "7b-ckpt", "7b-resume", CHECKPOINT_GIB="0").returncode == 0  # checked in turn
+    assert node.run("wait", "60").returncode == 1  # the stand-in saved no checkpoint to resume
+    status = node.run("status").stdout
+    assert "7b-ckpt    done" in status and "7b-resume  to do" in status
 
 
 def write_launch(metrics: Path, name: str, steps: list[int]) -> None:

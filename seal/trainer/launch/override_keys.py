@@ -151,20 +151,32 @@ def _is_open(node: DictConfig, path: str) -> bool:
 
 def _dataclass_fields(defaults: DictConfig, parent: str) -> set[str]:
     """The fields of the dataclass that verl builds the section at `parent` into (its `_target_`)."""
-    node = _select(defaults, parent) if parent else None
-    return _fields_of(node.get("_target_") if isinstance(node, DictConfig) else None)
+    cls = section_dataclass(defaults, parent) if parent else None
+    return {field.name for field in dataclasses.fields(cls)} if cls is not None else set()
 
 
 def _fields_of(target: object) -> set[str]:
+    cls = target_dataclass(target)
+    return {field.name for field in dataclasses.fields(cls)} if cls is not None else set()
+
+
+def section_dataclass(defaults: DictConfig, section: str) -> type | None:
+    """The dataclass verl builds the section at `section` into (its `_target_`), or None."""
+    node = _select(defaults, section)
+    return target_dataclass(node.get("_target_") if isinstance(node, DictConfig) else None)
+
+
+def target_dataclass(target: object) -> type | None:
+    """The dataclass a `_target_` names; None without one, or where it does not import."""
     if not isinstance(target, str):
-        return set()
+        return None
     from hydra.utils import get_class
 
     try:
         cls = get_class(target)
     except (ImportError, HydraException, ValueError):
-        return set()
-    return {field.name for field in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+        return None
+    return cls if dataclasses.is_dataclass(cls) else None
 
 
 def _select(config: DictConfig, key: str) -> object:

@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from hydra.core.override_parser.types import Override
-from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
-from seal.trainer.launch.override_keys import parsed_overrides
+from seal.trainer.launch.override_keys import parsed_overrides, section_dataclass
 
 ABSENT = object()
 KINDS = {bool: "a boolean (true/false)", int: "an integer", float: "a number"}
@@ -67,14 +66,14 @@ def _scalar_type(default: Any) -> type | None:
 
 
 def _declared_float(defaults: DictConfig, key: str) -> bool:
-    """Whether the dataclass named by the `_target_` of the key's section declares the field a float."""
+    """Whether the dataclass of the key's section (its `_target_`) declares the field a float."""
     section, _, field = key.rpartition(".")
-    target = OmegaConf.select(defaults, f"{section}._target_", default=None) if section else None
-    if not isinstance(target, str):
+    cls = section_dataclass(defaults, section) if section else None
+    if cls is None:
         return False
     try:
-        declared = typing.get_type_hints(get_class(target)).get(field)
-    except Exception:  # a target that does not import, or hints that do not resolve: the int rule holds
+        declared = typing.get_type_hints(cls).get(field)
+    except (NameError, TypeError):  # hints that do not resolve: the int rule holds
         return False
     return declared is float or float in typing.get_args(declared)
 
