@@ -40,7 +40,7 @@
 #               mode 0, cudagraph_mode FULL_DECODE_ONLY; verl's default is compiled FULL_AND_PIECEWISE): what a
 #               node's first launch saves in start-up, against what generation loses (~8)
 #   8b-ckpt, 8b-resume, 8b-shaped   the same for ToolACE-2-8B with its config as shipped, exp/SEAL_ToolACE.yaml
-#               (Table 4 with the python_list protocol and a 9,216-token prompt budget) (~12, ~10, ~10)
+#               (Table 4 with the python_list protocol and a 9,216-token prompt budget) (13, 11, measured; ~10)
 #   scale-1, scale-2, scale-4   exp/learn_qwen_seal.yaml on $CODER (Qwen2.5-Coder-1.5B-Instruct, real weights)
 #               with trainer.n_gpus_per_node=1/2/4, 3 steps, no validation or checkpoint (~5 each; `start
 #               scale-1 scale-2 lora` runs three side by side on four GPUs, then `start scale-4`)

@@ -67,7 +67,14 @@ SCENARIOS = [
         "exp/SEAL.yaml (Table 4) on 4 H200, as shipped",
         "114.5 / 156.1: step 1 with a checkpoint, resumed to step 2",
     ),
-    Scenario("8b-4gpu", "toolace-2-8b", FOUR_H100, "exp/SEAL.yaml on 4 H100, ToolACE-2-8B"),
+    Scenario("8b-4gpu", "toolace-2-8b", FOUR_H100, "exp/SEAL_ToolACE.yaml (Table 4, ToolACE-2-8B) on 4 H100"),
+    Scenario(
+        "8b-4h200",
+        "toolace-2-8b",
+        FOUR_H200,
+        "exp/SEAL_ToolACE.yaml (Table 4, ToolACE-2-8B) on 4 H200, as shipped",
+        "117.0 / 159.3: step 1 with a checkpoint, resumed to step 2",
+    ),
     Scenario(
         "7b-1h200-full",
         "qwen2.5-7b",
