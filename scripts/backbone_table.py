@@ -50,17 +50,20 @@ TARGETED_RUNS = "backbone_3b"
 TARGETED_7B = ("paper_7b", "paper_7b_shaped", "paper_7b_tuned", "paper_7b_nocompile")
 """The runs of scripts/gpu_paper_launch.sh that the 7B targets are for (its full-cap and timing runs)."""
 RESOURCES = "resources.json"
-PARTS = {
-    "launcher": (None, "launcher"),
-    "Ray": ("launcher", "ray"),
-    "task runner": ("ray", "data loaders"),
-    "workers": ("data loaders", "worker group"),
-    "actor and ref": ("worker group", "actor and ref"),
-    "rollout servers": ("reward loop", "rollout servers"),
-    "sleep and load": ("rollout servers", "ready"),
-    "to step 1": ("ready", "start-up s"),
-}
-"""Each part of the start-up: from one landmark of scripts/resource_sampler.py to the next (None: launch)."""
+PARTS = (
+    ("launcher", "launcher"),
+    ("Ray", "ray"),
+    ("task runner", "transfer queue"),
+    ("tokenizer and data", "data loaders"),
+    ("workers", "worker group"),
+    ("actor and ref", "actor and ref"),
+    ("reward loop", "reward loop"),
+    ("rollout servers", "rollout servers"),
+    ("sleep and load", "ready"),
+    ("to step 1", "start-up s"),
+)
+"""The start-up's parts in order, each ending at a landmark of scripts/resource_sampler.py (the last at step
+1); a part whose end was not seen joins the next (runs sampled before a landmark existed)."""
 
 
 def targets_of(run: Path) -> tuple[str, dict[str, float]] | None:
@@ -96,17 +99,20 @@ def run_table(run: Path) -> tuple[pd.DataFrame, dict[str, float]]:
 
 
 def startup_parts(run: Path, start_up: float | None) -> dict[str, float]:
-    """Seconds of each part of the start-up (PARTS) whose two ends the sampler saw (none: no landmarks)."""
+    """Seconds of each part of the start-up (PARTS), a part whose end was not seen joined to the next
+    ("a + b"); empty without landmarks."""
     resources = run / RESOURCES
     seen = json.loads(resources.read_text()).get("landmarks_s", {}) if resources.is_file() else {}
     if not seen:
         return {}
-    ends = {None: 0.0, **seen, **({"start-up s": start_up} if start_up is not None else {})}
-    return {
-        name: ends[last] - ends[first]
-        for name, (first, last) in PARTS.items()
-        if first in ends and last in ends
-    }
+    ends = {**seen, **({"start-up s": start_up} if start_up is not None else {})}
+    parts, pending, since = {}, [], 0.0
+    for name, end in PARTS:
+        pending.append(name)
+        if end in ends:
+            parts[" + ".join(pending)] = ends[end] - since
+            pending, since = [], ends[end]
+    return parts
 
 
 def verdict(table: pd.DataFrame, summary: dict[str, float], targets: dict[str, float]) -> str:

@@ -31,11 +31,15 @@
 #               trained model's does (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average);
 #               the cap is the one override beyond the three; its table checks the 7B targets (~9)
 #   7b-tuned    7b-shaped with the speed settings to try against the targets, which leave the algorithm as
-#               it is: packed micro-batches of up to 32,768 tokens (Table 4's released config: 16,384; the
-#               forward-only phases follow) and the reference model held in bf16, the precision its forward
+#               it is: the update without gradient checkpointing (verl's default recomputes each layer's forward
+#               in the backward: a third more compute than its MFU counts, so 42% is its ceiling at the 7B
+#               shape) on packed micro-batches of up to 10,240 tokens (the shaped run's longest sequence is
+#               9,344; every layer's activations, 6.0 MiB a token, stay: about 100 GiB of an H200 by
+#               scripts/memory_plan.py 7b-4h200-tuned, more than an H100 has); the forward-only phases on
+#               32,768-token micro-batches; the reference model held in bf16, the precision its forward
 #               computes in anyway (verl keeps a forward-only model's parameters on the host whatever its
-#               param_offload says, and streams them for every forward: 16-23% MFU on 4 H200; bf16 halves
-#               that stream) (~9)
+#               param_offload says, and streams them for every micro-batch: 16-23% MFU on 4 H200; bf16 and
+#               fewer, larger micro-batches shrink that stream) (~9)
 #   7b-nocompile   7b-tuned with vLLM's torch.compile off and full CUDA graphs for decoding only (compilation
 #               mode 0, cudagraph_mode FULL_DECODE_ONLY; verl's default is compiled FULL_AND_PIECEWISE): what a
 #               node's first launch saves in start-up, against what generation loses (~8)
@@ -69,7 +73,9 @@ state=experiments/.paper_launch
 checkpoint_gib=${CHECKPOINT_GIB:-110}  # the free space a -ckpt run asks for (the 8B's checkpoint: 96 GB)
 ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
-tuned=(actor_rollout_ref.actor.ppo_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16)
+tuned=(actor_rollout_ref.model.enable_gradient_checkpointing=false actor_rollout_ref.actor.ppo_max_token_len_per_gpu=10240
+       actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=32768
+       actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16)
 no_compile=+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config={mode:0,cudagraph_mode:FULL_DECODE_ONLY}
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.rollout.load_format=safetensors actor_rollout_ref.actor.strategy=fsdp2

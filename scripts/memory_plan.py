@@ -67,6 +67,18 @@ SCENARIOS = [
         "exp/SEAL.yaml (Table 4) on 4 H200, as shipped",
         "114.5 / 156.1: step 1 with a checkpoint, resumed to step 2",
     ),
+    Scenario(
+        "7b-4h200-tuned",
+        "qwen2.5-7b",
+        replace(FOUR_H200, ref_bytes=2, gradient_checkpointing=False, micro_batch_tokens=10240),
+        "7b-tuned: no gradient checkpointing on 10,240-token micro-batches, bf16 reference",
+    ),
+    Scenario(
+        "7b-4gpu-tuned",
+        "qwen2.5-7b",
+        replace(FOUR_H100, ref_bytes=2, gradient_checkpointing=False, micro_batch_tokens=10240),
+        "the same on 4 H100",
+    ),
     Scenario("8b-4gpu", "toolace-2-8b", FOUR_H100, "exp/SEAL_ToolACE.yaml (Table 4, ToolACE-2-8B) on 4 H100"),
     Scenario(
         "8b-4h200",

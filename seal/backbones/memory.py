@@ -20,7 +20,9 @@ reference model):
   weight sync sends the base from the actor, and `collect_lora_params` (utils/fsdp_utils.py) moves the whole
   unsharded model, adapters included, to the host in the actor's dtype on every GPU; with `safetensors` vLLM
   reads the base from disk and only the adapters are synced (engine_workers.py: `base_sync_done`).
-Activations follow the micro-batch's tokens with gradient checkpointing (layer inputs, one layer recomputed).
+Activations follow the micro-batch's tokens: with gradient checkpointing (verl's default) every layer's input
+and one layer recomputed, without it every layer's saved tensors (autograd's saved-tensor hooks on
+transformers' Qwen2 and Llama layers: 220 and 196 KiB a token in bf16 at the 7B and 8B shapes).
 scripts/memory_plan.py prints the table; docs/guides/gpu.md sets it beside what was measured.
 """
 
@@ -75,6 +77,9 @@ class Placement:
     """LoRA with `rollout.load_format: dummy`: the first weight sync gathers the whole base on the host."""
     vllm_utilization: float = 0.6
     micro_batch_tokens: int = 16384
+    gradient_checkpointing: bool = True
+    """`model.enable_gradient_checkpointing` (verl's default); off, the update keeps every layer's
+    activations."""
     pinned_rounding: bool = True
     """PyTorch's pinned host allocator rounds each block up to a power of two (the default)."""
 
@@ -127,15 +132,27 @@ def pinned_gib(unit_bytes: list[int], rounding: bool) -> float:
     return sum(1 << (size - 1).bit_length() if rounding else size for size in unit_bytes) / GIB
 
 
-def activation_gib(config: dict[str, Any], tokens: int, backward: bool) -> float:
-    """A micro-batch of `tokens` in bf16: with backward, every layer's input (gradient checkpointing) and one
-    layer recomputed with its gradients; forward only, one layer's intermediates."""
-    hidden, ffn, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
-    kv = config["num_key_value_heads"] * (config.get("head_dim") or hidden // config["num_attention_heads"])
-    layer = tokens * (4 * hidden + 2 * kv + 4 * ffn) * 2
+def layer_activation_bytes(config: dict[str, Any]) -> int:
+    """Bytes autograd keeps a token for one decoder layer's backward (transformers' Qwen2 and Llama layers):
+    each RMSNorm's fp32 input and inverse RMS, its bf16 output and the flattened copy the projections save;
+    q and k after rotary, v, the attention's output and its fp32 log-sum-exp; the MLP's gate, up, activation
+    and product."""
+    hidden, ffn, heads = config["hidden_size"], config["intermediate_size"], config["num_attention_heads"]
+    kv = config["num_key_value_heads"] * (config.get("head_dim") or hidden // heads)
+    return 2 * (4 * hidden + 4 + 2 * hidden + 2 * hidden) + 4 * hidden + 4 * kv + 4 * heads + 8 * ffn
+
+
+def activation_gib(config: dict[str, Any], tokens: int, backward: bool, checkpointing: bool = True) -> float:
+    """A micro-batch of `tokens` in bf16: with backward and gradient checkpointing, every layer's input and
+    one layer recomputed with its gradients; without checkpointing, every layer's saved tensors; forward
+    only, one layer's intermediates."""
+    layers = config["num_hidden_layers"]
+    layer = tokens * layer_activation_bytes(config)
     if not backward:
         return layer / GIB
-    return (layers * tokens * hidden * 2 + 2 * layer) / GIB
+    if not checkpointing:
+        return (layers * layer + layer) / GIB
+    return (layers * tokens * config["hidden_size"] * 2 + 2 * layer) / GIB
 
 
 def plan(config: dict[str, Any], placement: Placement) -> Budget:
@@ -151,7 +168,10 @@ def plan(config: dict[str, Any], placement: Placement) -> Budget:
     parts["gradients"] = trainable * train_bytes / GIB
     parts["AdamW moments"] = 2 * trainable * train_bytes / GIB
     parts["bf16 compute copy"] = weights * 2 / GIB if p.model_bytes > 2 else 0.0
-    parts["activations"] = activation_gib(config, p.micro_batch_tokens, backward=True) + WORKSPACE_GIB
+    parts["activations"] = (
+        activation_gib(config, p.micro_batch_tokens, backward=True, checkpointing=p.gradient_checkpointing)
+        + WORKSPACE_GIB
+    )
     parts["vLLM share"] = p.vllm_utilization * p.gpu_gib
     contexts = 2 * CUDA_CONTEXT_GIB
     budget.update_gib = (

@@ -17,6 +17,7 @@ import pytest
 from seal.trainer.launch import command as launcher
 from seal.trainer.launch.checks import check_launch_config
 from seal.trainer.launch.kernel import configure_attention
+from seal.trainer.rl.task_runner import TRANSFER_QUEUE_READY
 from seal.trainer.settings import settings_from_config
 from tests.support.script_module import load_script
 
@@ -35,6 +36,7 @@ metrics = Path(sys.argv[1]); metrics.mkdir(parents=True)
 held = bytearray(300 << 20)
 print("launch recorded in launcher_record/x/20261127T000000Z", flush=True)
 time.sleep(0.5)
+print("(SealTaskRunner pid=7) " + sys.argv[2], flush=True)
 print("(SealTaskRunner pid=7) INFO:2026-11-27 01:49:53,399:train and validate dataloader initialized, ...",
       file=sys.stderr, flush=True)
 print("launch recorded in launcher_record/x/again", flush=True)  # a landmark counts where it first appears
@@ -50,7 +52,8 @@ def test_the_sampler_records_the_child_s_memory_its_steps_and_its_exit(tmp_path,
     out = tmp_path / "run" / "resources.json"
     metrics = tmp_path / "run" / "metrics"
     argv = ["--out", str(out), "--metrics", str(metrics), "--interval", "0.2", "--every", "0.5", "--"]
-    status = sampler.main([*argv, sys.executable, "-c", CHILD, str(metrics)])
+    ready = TRANSFER_QUEUE_READY.format(seconds=3.2)  # the task runner's own line
+    status = sampler.main([*argv, sys.executable, "-c", CHILD, str(metrics), ready])
     assert status == 3
     passed, progress = capfdbinary.readouterr()
     assert passed.count(b"launch recorded in") == 2 and b"dataloader initialized" in passed  # stderr too
@@ -59,8 +62,14 @@ def test_the_sampler_records_the_child_s_memory_its_steps_and_its_exit(tmp_path,
     assert found["returncode"] == 3 and set(found["step_seen_s"]) == {"1", "2"}
     assert found["step_seen_s"]["1"] < found["step_seen_s"]["2"] <= found["wall_s"]
     landmarks = found["landmarks_s"]
-    assert set(landmarks) == {"launcher", "data loaders"}
-    assert 0 <= landmarks["launcher"] <= landmarks["data loaders"] <= found["wall_s"]
+    assert set(landmarks) == {"launcher", "transfer queue", "data loaders"}
+    assert (
+        0
+        <= landmarks["launcher"]
+        <= landmarks["transfer queue"]
+        <= landmarks["data loaders"]
+        <= found["wall_s"]
+    )
     largest = max(process["rss_gib"] for process in found["peak_processes"])
     assert largest >= 0.29 and found["peak_node_used_gib"] > 0
     assert out.with_suffix(".csv").read_text().startswith("s,node_used_gib,largest_rss_gib,largest_pid")
@@ -104,8 +113,11 @@ def test_the_table_gives_start_up_phases_peaks_and_the_targets(tmp_path, capsys)
     )
     assert backbone_table.main([str(run)]) == 0
     parts = capsys.readouterr().out.split("start-up parts s: ")[1].splitlines()[0]
-    # each part between two landmarks seen; the vLLM servers' part needs its end, absent here
-    assert parts == "launcher 20.0  Ray 9.0  task runner 51.0  to step 1 10.0"
+    # the parts between landmarks seen, those whose end is missing joined to the next: the whole start-up
+    assert parts == (
+        "launcher 20.0  Ray 9.0  task runner + tokenizer and data 51.0"
+        "  workers + actor and ref + reward loop 20.0  rollout servers + sleep and load 60.0  to step 1 10.0"
+    )
     seven = tmp_path / "backbone_7b_lora"
     shutil.copytree(run, seven)
     assert backbone_table.main([str(seven)]) == 0

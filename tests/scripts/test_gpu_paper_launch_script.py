@@ -101,7 +101,10 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
     tuned = {key: value for key, value in overrides_of(node, "7b-tuned").items() if key not in AS_SHIPPED}
     assert tuned == {  # the timing run's cap, then only speed settings that leave the algorithm as it is
         "data.max_response_length": "1152",
-        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": "32768",
+        "actor_rollout_ref.model.enable_gradient_checkpointing": "false",
+        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": "10240",
+        "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu": "32768",
+        "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu": "32768",
         "actor_rollout_ref.ref.fsdp_config.model_dtype": "bf16",
     }
     no_compile = {

@@ -9,6 +9,7 @@ agent_loop_config_path` (filled by `seal.trainer.experiment.resolve_paths`), the
 
 from __future__ import annotations
 
+import time
 from pprint import pprint
 
 import ray
@@ -17,6 +18,9 @@ from verl.trainer.main_ppo import TaskRunnerV1
 from verl.utils.logging_utils import configure_verl_logging
 
 from seal.urls import masked_values
+
+TRANSFER_QUEUE_READY = "TransferQueue ready in {seconds:.1f} s"
+"""A start-up landmark (scripts/resource_sampler.py): TransferQueue's controller and storage actors are up."""
 
 
 @ray.remote
@@ -36,7 +40,9 @@ class SealTaskRunner(TaskRunnerV1.__ray_actor_class__):
         OmegaConf.resolve(config)
         pprint(masked_values(OmegaConf.to_container(config)))
         self.config = config
+        started = time.monotonic()
         tq.init(config.transfer_queue)
+        print(TRANSFER_QUEUE_READY.format(seconds=time.monotonic() - started), flush=True)
         succeeded = False
         try:
             self.trainer = SealPPOTrainer(config=config)
