@@ -29,7 +29,8 @@
 #               step 2 only; the checkpoint is then removed (the node's disk holds one) (10, measured)
 #   7b-shaped   the timing run: 2 steps with data.max_response_length=1152, so that a step holds the tokens a
 #               trained model's does (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average);
-#               the cap is the one override beyond the three; its table checks the 7B targets (~9)
+#               the cap is the one setting beyond the three (vLLM logs at INFO, so that its compile and CUDA
+#               graph times are in the launch's log); its table checks the 7B targets (~9)
 #   7b-tuned    7b-shaped with the speed settings to try against the targets, which leave the algorithm as
 #               it is: the update without gradient checkpointing (verl's default recomputes each layer's forward
 #               in the backward: a third more compute than its MFU counts, so 42% is its ceiling at the 7B
@@ -39,7 +40,8 @@
 #               32,768-token micro-batches; the reference model held in bf16, the precision its forward
 #               computes in anyway (verl keeps a forward-only model's parameters on the host whatever its
 #               param_offload says, and streams them for every micro-batch: 16-23% MFU on 4 H200; bf16 and
-#               fewer, larger micro-batches shrink that stream) (~9)
+#               fewer, larger micro-batches shrink that stream); CUDA graphs captured for batches of up to 128
+#               sequences, not vLLM's 512 (a replica holds 64 of the batch's 256 episodes): start-up (~9)
 #   7b-nocompile   7b-tuned with vLLM's torch.compile off and full CUDA graphs for decoding only (compilation
 #               mode 0, cudagraph_mode FULL_DECODE_ONLY; verl's default is compiled FULL_AND_PIECEWISE): what a
 #               node's first launch saves in start-up, against what generation loses (~8)
@@ -75,8 +77,10 @@ ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 8b-ckpt 8b-resume 8b-sh
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
 tuned=(actor_rollout_ref.model.enable_gradient_checkpointing=false actor_rollout_ref.actor.ppo_max_token_len_per_gpu=10240
        actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=32768
-       actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16)
+       actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16
+       "actor_rollout_ref.rollout.cudagraph_capture_sizes=[1,2,4,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,128]")
 no_compile=+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config={mode:0,cudagraph_mode:FULL_DECODE_ONLY}
+vllm_timings=+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_LOGGING_LEVEL=INFO  # logs only: vLLM's start-up lines
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.rollout.load_format=safetensors actor_rollout_ref.actor.strategy=fsdp2
       actor_rollout_ref.actor.fsdp_config.strategy=fsdp2 actor_rollout_ref.actor.optim.lr=1e-4
@@ -97,7 +101,7 @@ launch_args() {  # launch_args RUN: the experiment, then the overrides beside th
     7b-ckpt|8b-ckpt) printf '%s\n' "$(conf_of "$run")" trainer.total_training_steps=1 "${no_val[@]}" \
           trainer.save_freq=1 ;;
     7b-resume|8b-resume) launch_args "${run%-resume}" ;;
-    7b-shaped|8b-shaped) launch_args "${run%-shaped}"; echo data.max_response_length=1152 ;;
+    7b-shaped|8b-shaped) launch_args "${run%-shaped}"; printf '%s\n' data.max_response_length=1152 "$vllm_timings" ;;
     7b-tuned) launch_args 7b-shaped; printf '%s\n' "${tuned[@]}" ;;
     7b-nocompile) launch_args 7b-tuned; echo "$no_compile" ;;
     scale-[124]) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=3 "${no_val[@]}" \

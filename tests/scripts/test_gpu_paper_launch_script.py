@@ -33,6 +33,9 @@ AS_SHIPPED = {
     "trainer.logger",  # bookkeeping: the metrics file the tables read
     "trainer.experiment_name",  # bookkeeping: the run folder
 }
+VLLM_INFO = "+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_LOGGING_LEVEL"
+GRAPH_SIZES = [1, 2, 4, *range(8, 129, 8)]
+"""vLLM's own sizes up to 128 sequences: twice a replica's 64 episodes of Table 4's batch on 4 GPUs."""
 STAND_IN = """#!/bin/sh
 echo "$*" >> {record}
 case "$1" in
@@ -94,18 +97,21 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
         conf, overrides = launch_of(node, run)
         assert conf == ("exp/SEAL_ToolACE.yaml" if run.startswith("8b") else "exp/SEAL.yaml"), run
         extra = {key: value for key, value in overrides.items() if key not in AS_SHIPPED}
-        assert extra == ({"data.max_response_length": "1152"} if "shaped" in run else {}), run
+        shaped = {"data.max_response_length": "1152", VLLM_INFO: "INFO"}  # the cap, and vLLM's start-up lines
+        assert extra == (shaped if "shaped" in run else {}), run
         assert overrides["trainer.val_before_train"] == "false" and overrides["trainer.test_freq"] == "-1"
         steps, save = ("1", "1") if run.endswith("ckpt") else ("2", "-1")
         assert (overrides["trainer.total_training_steps"], overrides["trainer.save_freq"]) == (steps, save)
     tuned = {key: value for key, value in overrides_of(node, "7b-tuned").items() if key not in AS_SHIPPED}
     assert tuned == {  # the timing run's cap, then only speed settings that leave the algorithm as it is
         "data.max_response_length": "1152",
+        VLLM_INFO: "INFO",
         "actor_rollout_ref.model.enable_gradient_checkpointing": "false",
         "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": "10240",
         "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu": "32768",
         "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu": "32768",
         "actor_rollout_ref.ref.fsdp_config.model_dtype": "bf16",
+        "actor_rollout_ref.rollout.cudagraph_capture_sizes": str(GRAPH_SIZES).replace(" ", ""),
     }
     no_compile = {
         key: value for key, value in overrides_of(node, "7b-nocompile").items() if key not in AS_SHIPPED
@@ -129,15 +135,22 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
 @pytest.mark.parametrize("run", ["7b", "7b-ckpt", "8b-shaped", "7b-tuned", "7b-nocompile"])  # every override
 def test_the_paper_s_launches_compose_and_pass_the_launch_checks(run, tmp_path):
     conf, overrides = launch_of(Node(tmp_path), run)
-    config = launcher.compose(ROOT / conf, [f"{k}={v}" for k, v in overrides.items()])
+    lines = [f"{key}={value}" for key, value in overrides.items()]
+    check_override_types(launcher.compose(ROOT / conf, []), lines)
+    config = launcher.compose(ROOT / conf, lines)
     check_launch_config(config, settings_from_config(config))
     assert (config.data.train_batch_size, config.actor_rollout_ref.rollout.n) == (32, 8)  # Table 4's batch
     assert config.trainer.n_gpus_per_node == 4 and config.trainer.total_training_steps in (1, 2)
     toolace = run.startswith("8b")  # the 8B's shipped config: its protocol and a prompt its tokenizer fits
     assert config.seal.rollout.protocol == ("python_list" if toolace else "qwen_fc")
     assert config.data.max_prompt_length == (9216 if toolace else 8192)
+    rollout = omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
+    tuned = run in ("7b-tuned", "7b-nocompile")
+    assert rollout.cudagraph_capture_sizes == (GRAPH_SIZES if tuned else None)
+    assert config.actor_rollout_ref.model.enable_gradient_checkpointing is not tuned
+    longest = config.data.max_prompt_length + config.data.max_response_length  # one micro-batch holds it
+    assert config.actor_rollout_ref.actor.ppo_max_token_len_per_gpu >= longest
     if run == "7b-nocompile":  # what verl hands vLLM: a plain dict it fills and writes as JSON
-        rollout = omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
         assert rollout.engine_kwargs["vllm"]["compilation_config"] == {
             "mode": 0,
             "cudagraph_mode": "FULL_DECODE_ONLY",
