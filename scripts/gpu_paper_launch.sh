@@ -41,7 +41,8 @@
 #               computes in anyway (verl keeps a forward-only model's parameters on the host whatever its
 #               param_offload says, and streams them for every micro-batch: 16-23% MFU on 4 H200; bf16 and
 #               fewer, larger micro-batches shrink that stream); CUDA graphs captured for batches of up to 128
-#               sequences, not vLLM's 512 (a replica holds 64 of the batch's 256 episodes): start-up (~9)
+#               sequences, not vLLM's 512 (a replica holds 64 of the batch's 256 episodes): start-up; refused
+#               on GPUs of less than 120 GiB (~9)
 #   7b-nocompile   7b-tuned with vLLM's torch.compile off and full CUDA graphs for decoding only (compilation
 #               mode 0, cudagraph_mode FULL_DECODE_ONLY; verl's default is compiled FULL_AND_PIECEWISE): what a
 #               node's first launch saves in start-up, against what generation loses (~8)
@@ -117,6 +118,9 @@ gpus_of() {  # gpus_of RUN: the GPUs its launch asks for
 }
 
 node_gpus() { echo "${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)}"; }
+gpu_mib() {  # the smallest GPU's memory in MiB (GPU_MIB to say; empty where nvidia-smi cannot tell)
+  echo "${GPU_MIB:-$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | sort -n | head -n 1)}"
+}
 
 folder_of() { local run=${1%-resume}; [ "$run" = "$1" ] || run+=-ckpt; echo "experiments/paper_${run//-/_}"; }
 
@@ -156,6 +160,14 @@ check_run() {  # check_run RUN [BEFORE...]: it exists, its model is there, and t
     return 2
   }
   folder=$(folder_of "$run")
+  if [[ $run == 7b-tuned || $run == 7b-nocompile ]]; then  # every layer's activations stay in the update
+    local mib
+    mib=$(gpu_mib)
+    [ -z "$mib" ] || [ "$mib" -ge 122880 ] || {
+      echo "gpu_paper_launch.sh: $run keeps every layer's activations, 99 GiB a GPU (python scripts/memory_plan.py --parts 7b-4h200-tuned); this node's GPUs have $((mib / 1024)) GiB" >&2
+      return 2
+    }
+  fi
   if [[ $run == *-ckpt ]]; then
     mkdir -p experiments
     local free

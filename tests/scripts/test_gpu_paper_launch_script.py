@@ -279,6 +279,19 @@ def test_a_checkpoint_run_starts_only_where_the_disk_holds_its_checkpoint(tmp_pa
     assert "trainer.save_freq=1" in node.launches()[-1]
 
 
+def test_the_runs_without_gradient_checkpointing_start_only_on_gpus_that_hold_their_activations(tmp_path):
+    node = Node(tmp_path)
+    h100, h200 = "81559", "143771"  # MiB, as nvidia-smi reports them
+    refused = node.run("queue", "7b-shaped", "7b-tuned", GPU_MIB=h100)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "79 GiB" in refused.stderr
+    assert node.launches() == []  # nothing of the queue started
+    assert node.run("start", "7b-shaped", GPU_MIB=h100).returncode == 0  # checkpointing on: fits
+    assert node.run("wait", "30").returncode == 0
+    assert node.run("start", "7b-tuned", GPU_MIB=h200).returncode == 0
+    assert node.run("wait", "30").returncode == 0
+    assert "actor_rollout_ref.model.enable_gradient_checkpointing=false" in node.launches()[-1]
+
+
 def paper_run(folder: Path, steps: dict[int, dict[str, float]], seen: dict[str, float]) -> Path:
     (folder / "metrics").mkdir(parents=True)
     lines = [json.dumps({"step": step, "data": data}) + "\n" for step, data in steps.items()]
