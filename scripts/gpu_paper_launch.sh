@@ -40,9 +40,7 @@
 #               32,768-token micro-batches; the reference model held in bf16, the precision its forward
 #               computes in anyway (verl keeps a forward-only model's parameters on the host whatever its
 #               param_offload says, and streams them for every micro-batch: 16-23% MFU on 4 H200; bf16 and
-#               fewer, larger micro-batches shrink that stream); CUDA graphs captured for batches of up to 128
-#               sequences, not vLLM's 512 (a replica holds 64 of the batch's 256 episodes): start-up; refused
-#               on GPUs of less than 120 GiB (~9)
+#               fewer, larger micro-batches shrink that stream); refused on GPUs of less than 120 GiB (~9)
 #   7b-nocompile   7b-tuned with vLLM's torch.compile off and full CUDA graphs for decoding only (compilation
 #               mode 0, cudagraph_mode FULL_DECODE_ONLY; verl's default is compiled FULL_AND_PIECEWISE): what a
 #               node's first launch saves in start-up, against what generation loses (~8)
@@ -78,8 +76,7 @@ ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 8b-ckpt 8b-resume 8b-sh
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
 tuned=(actor_rollout_ref.model.enable_gradient_checkpointing=false actor_rollout_ref.actor.ppo_max_token_len_per_gpu=10240
        actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=32768
-       actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16
-       "actor_rollout_ref.rollout.cudagraph_capture_sizes=[1,2,4,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,128]")
+       actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16)
 no_compile=+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config={mode:0,cudagraph_mode:FULL_DECODE_ONLY}
 vllm_timings=+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_LOGGING_LEVEL=INFO  # logs only: vLLM's start-up lines
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128

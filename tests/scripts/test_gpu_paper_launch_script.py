@@ -34,8 +34,6 @@ AS_SHIPPED = {
     "trainer.experiment_name",  # bookkeeping: the run folder
 }
 VLLM_INFO = "+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_LOGGING_LEVEL"
-GRAPH_SIZES = [1, 2, 4, *range(8, 129, 8)]
-"""vLLM's own sizes up to 128 sequences: twice a replica's 64 episodes of Table 4's batch on 4 GPUs."""
 STAND_IN = """#!/bin/sh
 echo "$*" >> {record}
 case "$1" in
@@ -111,7 +109,6 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
         "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu": "32768",
         "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu": "32768",
         "actor_rollout_ref.ref.fsdp_config.model_dtype": "bf16",
-        "actor_rollout_ref.rollout.cudagraph_capture_sizes": str(GRAPH_SIZES).replace(" ", ""),
     }
     no_compile = {
         key: value for key, value in overrides_of(node, "7b-nocompile").items() if key not in AS_SHIPPED
@@ -144,13 +141,12 @@ def test_the_paper_s_launches_compose_and_pass_the_launch_checks(run, tmp_path):
     toolace = run.startswith("8b")  # the 8B's shipped config: its protocol and a prompt its tokenizer fits
     assert config.seal.rollout.protocol == ("python_list" if toolace else "qwen_fc")
     assert config.data.max_prompt_length == (9216 if toolace else 8192)
-    rollout = omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
     tuned = run in ("7b-tuned", "7b-nocompile")
-    assert rollout.cudagraph_capture_sizes == (GRAPH_SIZES if tuned else None)
     assert config.actor_rollout_ref.model.enable_gradient_checkpointing is not tuned
     longest = config.data.max_prompt_length + config.data.max_response_length  # one micro-batch holds it
     assert config.actor_rollout_ref.actor.ppo_max_token_len_per_gpu >= longest
     if run == "7b-nocompile":  # what verl hands vLLM: a plain dict it fills and writes as JSON
+        rollout = omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
         assert rollout.engine_kwargs["vllm"]["compilation_config"] == {
             "mode": 0,
             "cudagraph_mode": "FULL_DECODE_ONLY",
