@@ -29,14 +29,14 @@
 #               step 2 only; the checkpoint is then removed (the node's disk holds one) (10, measured)
 #   7b-shaped   the timing run: 2 steps with data.max_response_length=1152, so that a step holds the tokens a
 #               trained model's does (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average);
-#               the cap is the one setting beyond the three (vLLM logs at INFO, so that its compile and CUDA
-#               graph times are in the launch's log); its table checks the 7B targets (~9)
+#               the cap is the one setting beyond the three (and vLLM logs at INFO, so that its start-up's steps
+#               and their times are in the launch's log); its table checks the 7B targets (~9)
 #   7b-tuned    7b-shaped with the speed settings to try against the targets, which leave the algorithm as
 #               it is: the update without gradient checkpointing (verl's default recomputes each layer's forward
 #               in the backward: a third more compute than its MFU counts, so 42% is its ceiling at the 7B
 #               shape) on packed micro-batches of up to 10,240 tokens (the shaped run's longest sequence is
-#               9,344; every layer's activations, 6.0 MiB a token, stay: about 100 GiB of an H200 by
-#               scripts/memory_plan.py 7b-4h200-tuned, more than an H100 has); the forward-only phases on
+#               9,344; every layer's activations, 6.0 MiB a token, stay: 99 GiB of an H200 by
+#               scripts/memory_plan.py --parts 7b-4h200-tuned, more than an H100 has); the forward-only phases on
 #               32,768-token micro-batches; the reference model held in bf16, the precision its forward
 #               computes in anyway (verl keeps a forward-only model's parameters on the host whatever its
 #               param_offload says, and streams them for every micro-batch: 16-23% MFU on 4 H200; bf16 and
