@@ -193,6 +193,7 @@ async def test_a_killed_actor_fails_its_episode_the_others_finish_and_a_replacem
         actions = ground_truth_actions(TASK)
         await surviving.step(actions[0])
         ray.kill(ray.get_actor(actor_name(victim_node, 0), namespace=NAMESPACE), no_restart=True)
+        wait_until_dead(actor_name(victim_node, 0))  # ray.kill returns before the actor is gone
         with pytest.raises(EnvUnavailableError):
             await victim.step(doomed["episode_id"], actions[0])
         for action in actions[1:]:
