@@ -42,6 +42,9 @@ from tests.support import ray_session
 from tests.support.rollout_helpers import model_folder, row
 
 TASK = "multi_turn_base_0"
+CALL_TIMEOUT_S = 120.0
+"""A client's wait for an answer: a call that finds an actor dead starts its replacement (a process and its
+imports) inside it, which a loaded 2-core machine took over 30 s to do."""
 NODE_RESOURCES = ("node_a", "node_b")
 pytestmark = pytest.mark.local_ray  # a Ray of its own, on the worker that runs the session's (conftest.py)
 
@@ -106,7 +109,7 @@ def test_a_task_on_each_node_plays_on_that_node_s_actor(placement: Placement):
         """Refers to nothing of this module, which a worker would have to import (verl and all)."""
 
         async def play() -> tuple[str, float]:
-            client = RayEnvClient(timeout=30)
+            client = RayEnvClient(timeout=CALL_TIMEOUT_S)
             async with open_episode(client, task_id, "train") as episode:
                 for action in ground_truth_actions(task_id):
                     if (await episode.step(action))["done"]:
@@ -182,8 +185,8 @@ async def test_a_killed_actor_fails_its_episode_the_others_finish_and_a_replacem
 ):
     victim_node, other_node = node_with(NODE_RESOURCES[1]), node_with(NODE_RESOURCES[0])
     victim, other = (
-        RayEnvClient(timeout=30, node_id=victim_node),
-        RayEnvClient(timeout=30, node_id=other_node),
+        RayEnvClient(timeout=CALL_TIMEOUT_S, node_id=victim_node),
+        RayEnvClient(timeout=CALL_TIMEOUT_S, node_id=other_node),
     )
     version = (await other.get_interface())["version"]
     assert version > 0  # an evolved Ω, which the replacement must serve too
@@ -219,12 +222,12 @@ async def test_a_replacement_under_the_full_interface_serves_the_identical_omega
     """Step 2's evidence (state_mismatch 10%) keeps the active [State-aware] guideline (stay: 8%) but would
     not let it enter (12%): Evolve(Ω0, C_2, v) serves [Format] only, which a replacement used to serve."""
     victim_node = node_with(NODE_RESOURCES[1])
-    first = await RayEnvClient(timeout=30).put_profile(failures(20, 80))
-    second = await RayEnvClient(timeout=30).put_profile(failures(10, 90))
+    first = await RayEnvClient(timeout=CALL_TIMEOUT_S).put_profile(failures(20, 80))
+    second = await RayEnvClient(timeout=CALL_TIMEOUT_S).put_profile(failures(10, 90))
     assert first["guidelines"] == second["guidelines"] == ["State-aware", "Format"]
     rederived = evolve(build_interface("full"), second["profile"], second["version"])
     assert rederived.guidelines == ("Format",)
-    victim = RayEnvClient(timeout=30, node_id=victim_node)
+    victim = RayEnvClient(timeout=CALL_TIMEOUT_S, node_id=victim_node)
     assert await victim.get_interface() == second
     ray.kill(ray.get_actor(actor_name(victim_node, 0), namespace=NAMESPACE), no_restart=True)
     wait_until_dead(actor_name(victim_node, 0))  # ray.kill returns before the actor is gone
@@ -232,7 +235,9 @@ async def test_a_replacement_under_the_full_interface_serves_the_identical_omega
         await victim.get_interface()  # the call that finds it dead has the fleet replace it
     replaced = await victim.get_interface()
     assert replaced == second and "[State-aware]" in replaced["system_suffix"]
-    third = await RayEnvClient(timeout=30).put_profile(failures(10, 90))  # every actor agrees again
+    third = await RayEnvClient(timeout=CALL_TIMEOUT_S).put_profile(
+        failures(10, 90)
+    )  # every actor agrees again
     assert third["version"] == second["version"] + 1 and third["guidelines"] == second["guidelines"]
 
 
@@ -245,12 +250,12 @@ def test_a_resumed_run_s_omega_is_served_exactly_by_every_actor_and_by_replaceme
     restore_omega(trainer.seal_settings.rollout.env(), saved)
     nodes = list(map(node_with, NODE_RESOURCES))
     for node in nodes:
-        assert asyncio.run(RayEnvClient(timeout=30, node_id=node).get_interface()) == saved
+        assert asyncio.run(RayEnvClient(timeout=CALL_TIMEOUT_S, node_id=node).get_interface()) == saved
     name = actor_name(nodes[1], 0)
     dead = ray.get_actor(name, namespace=NAMESPACE)
     ray.kill(dead, no_restart=True)
     wait_until_dead(name)
-    assert asyncio.run(RayEnvClient(timeout=30, node_id=nodes[1]).get_interface()) == saved
+    assert asyncio.run(RayEnvClient(timeout=CALL_TIMEOUT_S, node_id=nodes[1]).get_interface()) == saved
     assert ray.get_actor(name, namespace=NAMESPACE)._actor_id != dead._actor_id  # served by a replacement
 
 
@@ -307,7 +312,7 @@ async def test_a_dead_fleet_is_said_so_and_the_trainer_starts_one_serving_the_la
 ):
     """Last in the module: the fleet is killed, and with it every actor."""
     node = node_with(NODE_RESOURCES[0])
-    client = RayEnvClient(timeout=30, node_id=node)
+    client = RayEnvClient(timeout=CALL_TIMEOUT_S, node_id=node)
     served = await client.get_interface()
     assert served["version"] > 0 and served["guidelines"]  # an evolved Ω, which the new fleet must serve
     trainer.closed_loop.interface = served  # as the trainer's Evolve keeps the Ω every actor agreed on
@@ -319,11 +324,11 @@ async def test_a_dead_fleet_is_said_so_and_the_trainer_starts_one_serving_the_la
     with pytest.raises(
         EnvUnavailableError, match=r"the trainer has not started it .*, or it died; the trainer"
     ):
-        await RayEnvClient(timeout=30).get_interface()  # a client that never reached the fleet
+        await RayEnvClient(timeout=CALL_TIMEOUT_S).get_interface()  # a client that never reached the fleet
     trainer.on_step_begin()
     assert trainer.env_actors.fleet != old_fleet and set(trainer.env_actors.actors) == set(
         map(node_with, NODE_RESOURCES)
     )
     for where in trainer.env_actors.actors:
-        assert await RayEnvClient(timeout=30, node_id=where).get_interface() == served
+        assert await RayEnvClient(timeout=CALL_TIMEOUT_S, node_id=where).get_interface() == served
     assert await client.get_interface() == served and await play_ground_truth(client) == 1.0
