@@ -130,6 +130,7 @@ launch_line() {  # launch_line RUN: the whole launch, one argument a line
 }
 
 started() { [ -f "$state/started" ] && cat "$state/started"; }  # "RUN PID" a line: the runs last started
+started_names() { started | cut -d' ' -f1 | xargs; }
 
 alive() { kill -0 "$1" 2>/dev/null; }
 
@@ -201,7 +202,7 @@ start() {  # start RUN...: every run checked, then each launched on its own GPUs
   local run total=0 first=0 count devices
   queue_running || rm -f "$state/queue.pid"  # a finished queue's: `wait` follows these runs
   if running; then
-    echo "gpu_paper_launch.sh: $(started | cut -d' ' -f1 | xargs) still running (wait, or kill -- -PID)" >&2
+    echo "gpu_paper_launch.sh: $(started_names) still running (wait, or kill -- -PID)" >&2
     return 2
   fi
   for run in "$@"; do check_run "$run" || return 2; total=$((total + $(gpus_of "$run"))); done
@@ -270,7 +271,7 @@ follow() {  # follow SECONDS: progress until the started runs end or SECONDS pas
   [ -s "$state/started" ] || { echo "gpu_paper_launch.sh: nothing was started" >&2; return 2; }
   while running; do
     if [ $((SECONDS - started_at)) -ge "$limit" ]; then
-      echo "$(started | cut -d' ' -f1 | xargs) still running after $limit s: call wait again"
+      echo "$(started_names) still running after $limit s: call wait again"
       return 3
     fi
     sleep 2
@@ -293,7 +294,7 @@ follow_queue() {  # follow_queue SECONDS: the queue's log until it ends or SECON
   local limit=$1 started_at=$SECONDS shown=0 lines
   while queue_running; do
     if [ $((SECONDS - started_at)) -ge "$limit" ]; then
-      echo "the queue is still running after $limit s (now: $(started | cut -d' ' -f1 | xargs)): call wait again"
+      echo "the queue is still running after $limit s (now: $(started_names)): call wait again"
       return 3
     fi
     sleep 2
@@ -325,7 +326,7 @@ case "$mode" in
     case "${1:-}" in 7b) build qwen2.5-7b ;; 8b) build toolace-2-8b ;;
       *) echo "usage: gpu_paper_launch.sh build 7b|8b" >&2; exit 2 ;; esac ;;
   next)
-    running && { echo "gpu_paper_launch.sh: $(started | cut -d' ' -f1 | xargs) still running (wait)" >&2; exit 2; }
+    running && { echo "gpu_paper_launch.sh: $(started_names) still running (wait)" >&2; exit 2; }
     for run in "${ORDER[@]}"; do
       [ "$(status_of "$run")" = "to do" ] || continue
       [[ $run == *-resume ]] && [ ! -f "$state/${run%-resume}-ckpt.done" ] && continue

@@ -151,12 +151,14 @@ def _is_open(node: DictConfig, path: str) -> bool:
 
 def _dataclass_fields(defaults: DictConfig, parent: str) -> set[str]:
     """The fields of the dataclass that verl builds the section at `parent` into (its `_target_`)."""
-    cls = section_dataclass(defaults, parent) if parent else None
-    return {field.name for field in dataclasses.fields(cls)} if cls is not None else set()
+    return _field_names(section_dataclass(defaults, parent) if parent else None)
 
 
 def _fields_of(target: object) -> set[str]:
-    cls = target_dataclass(target)
+    return _field_names(target_dataclass(target))
+
+
+def _field_names(cls: type | None) -> set[str]:
     return {field.name for field in dataclasses.fields(cls)} if cls is not None else set()
 
 
