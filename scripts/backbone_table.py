@@ -12,7 +12,7 @@ sets them side by side at their last step (the GPUs read from the tokens, the st
 verl's throughput is per GPU): the scaling table of scripts/gpu_paper_launch.sh's scale-1/2/4 runs.
 A run of a shape with targets checks its last step against them: the 3B shape on one H100 (folders named
 backbone_3b...: step <= 110 s, start-up <= 180 s, >= 4,000 tokens/s/GPU) and the paper's 7B launch on four
-GPUs (paper_7b and its _shaped, _tuned and _nocompile runs: step <= 180 s, start-up <= 240 s, >= 2,500
+GPUs (paper_7b and its _shaped, _tuned, _nocompile and _fast runs: step <= 180 s, start-up <= 240 s, >= 2,500
 tokens/s/GPU, update_actor MFU >= 40%). Other runs measure what fits; they have no targets.
 """
 
@@ -47,13 +47,13 @@ TARGETS = {
 }
 TARGETED_RUNS = "backbone_3b"
 """The folders (scripts/gpu_backbone_runs.sh's 3b runs) whose steps the 3B targets are for."""
-TARGETED_7B = ("paper_7b", "paper_7b_shaped", "paper_7b_tuned", "paper_7b_nocompile")
+TARGETED_7B = ("paper_7b", "paper_7b_shaped", "paper_7b_tuned", "paper_7b_nocompile", "paper_7b_fast")
 """The runs of scripts/gpu_paper_launch.sh that the 7B targets are for (its full-cap and timing runs)."""
 RESOURCES = "resources.json"
 PARTS = (
     ("launcher", "launcher"),
     ("Ray", "ray"),
-    ("task runner", "transfer queue"),
+    ("task runner", "task runner"),
     ("tokenizer and data", "data loaders"),
     ("workers", "worker group"),
     ("actor and ref", "actor and ref"),
@@ -63,7 +63,11 @@ PARTS = (
     ("to step 1", "start-up s"),
 )
 """The start-up's parts in order, each ending at a landmark of scripts/resource_sampler.py (the last at step
-1); a part whose end was not seen joins the next (runs sampled before a landmark existed)."""
+1); a part whose end was not seen joins the next (runs sampled before a landmark existed). Runs whose task
+runner started TransferQueue before the trainer's set-up, not beside it, lack the "task runner" landmark:
+theirs read "task runner + tokenizer and data"."""
+BESIDE = ("TransferQueue beside", "task runner", "transfer queue")
+"""Work off the start-up's path, after the parts: its name and the landmarks at its start and end."""
 
 
 def targets_of(run: Path) -> tuple[str, dict[str, float]] | None:
@@ -100,7 +104,8 @@ def run_table(run: Path) -> tuple[pd.DataFrame, dict[str, float]]:
 
 def startup_parts(run: Path, start_up: float | None) -> dict[str, float]:
     """Seconds of each part of the start-up (PARTS), a part whose end was not seen joined to the next
-    ("a + b"); empty without landmarks."""
+    ("a + b"), then the work beside them (BESIDE) where both its landmarks were seen; empty without
+    landmarks."""
     resources = run / RESOURCES
     seen = json.loads(resources.read_text()).get("landmarks_s", {}) if resources.is_file() else {}
     if not seen:
@@ -112,6 +117,9 @@ def startup_parts(run: Path, start_up: float | None) -> dict[str, float]:
         if end in ends:
             parts[" + ".join(pending)] = ends[end] - since
             pending, since = [], ends[end]
+    name, start, end = BESIDE
+    if start in seen and end in seen:
+        parts[name] = seen[end] - seen[start]
     return parts
 
 

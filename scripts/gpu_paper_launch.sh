@@ -30,7 +30,7 @@
 #   7b-shaped   the timing run: 2 steps with data.max_response_length=1152, so that a step holds the tokens a
 #               trained model's does (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average);
 #               the cap is the one setting beyond the three (and vLLM logs at INFO, so that its start-up's steps
-#               and their times are in the launch's log); its table checks the 7B targets (~9)
+#               and their times are in the launch's log); its table checks the 7B targets (9, measured)
 #   7b-tuned    7b-shaped with the speed settings to try against the targets, which leave the algorithm as
 #               it is: the update without gradient checkpointing (verl's default recomputes each layer's forward
 #               in the backward: a third more compute than its MFU counts, so 42% is its ceiling at the 7B
@@ -40,10 +40,16 @@
 #               32,768-token micro-batches; the reference model held in bf16, the precision its forward
 #               computes in anyway (verl keeps a forward-only model's parameters on the host whatever its
 #               param_offload says, and streams them for every micro-batch: 16-23% MFU on 4 H200; bf16 and
-#               fewer, larger micro-batches shrink that stream); refused on GPUs of less than 120 GiB (~9)
+#               fewer, larger micro-batches shrink that stream); refused on GPUs of less than 120 GiB (10,
+#               measured)
 #   7b-nocompile   7b-tuned with vLLM's torch.compile off and full CUDA graphs for decoding only (compilation
 #               mode 0, cudagraph_mode FULL_DECODE_ONLY; verl's default is compiled FULL_AND_PIECEWISE): what a
 #               node's first launch saves in start-up, against what generation loses (~8)
+#   7b-fast     7b-tuned with the update's micro-batches packed up to 13,312 tokens (two of the shaped run's
+#               sequences each: verl splits a mini-batch into ceil(tokens / cap) balanced micro-batches, and
+#               each costs a fixed ~0.6 s beside its compute, from 7b-shaped against 7b-tuned; 118 GiB of an
+#               H200 by scripts/memory_plan.py --parts 7b-4h200-fast) and vLLM as 7b-nocompile's: every 7B
+#               target in one run (~9)
 #   8b-ckpt, 8b-resume, 8b-shaped   the same for ToolACE-2-8B with its config as shipped, exp/SEAL_ToolACE.yaml
 #               (Table 4 with the python_list protocol and a 9,216-token prompt budget) (13, 11, measured; ~10)
 #   scale-1, scale-2, scale-4   exp/learn_qwen_seal.yaml on $CODER (Qwen2.5-Coder-1.5B-Instruct, real weights)
@@ -72,11 +78,13 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the tables read the runs with seal
 state=experiments/.paper_launch
 checkpoint_gib=${CHECKPOINT_GIB:-110}  # the free space a -ckpt run asks for (the 8B's checkpoint: 96 GB)
-ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
+ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 7b-fast 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
-tuned=(actor_rollout_ref.model.enable_gradient_checkpointing=false actor_rollout_ref.actor.ppo_max_token_len_per_gpu=10240
-       actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=32768
-       actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16)
+tuned() {  # tuned TOKENS: the speed settings of 7b-tuned, the update's micro-batches packed up to TOKENS
+  printf '%s\n' actor_rollout_ref.model.enable_gradient_checkpointing=false \
+    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=$1" actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=32768 \
+    actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16
+}
 no_compile=+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config={mode:0,cudagraph_mode:FULL_DECODE_ONLY}
 vllm_timings=+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_LOGGING_LEVEL=INFO  # logs only: vLLM's start-up lines
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
@@ -100,8 +108,9 @@ launch_args() {  # launch_args RUN: the experiment, then the overrides beside th
           trainer.save_freq=1 ;;
     7b-resume|8b-resume) launch_args "${run%-resume}" ;;
     7b-shaped|8b-shaped) launch_args "${run%-shaped}"; printf '%s\n' data.max_response_length=1152 "$vllm_timings" ;;
-    7b-tuned) launch_args 7b-shaped; printf '%s\n' "${tuned[@]}" ;;
+    7b-tuned) launch_args 7b-shaped; tuned 10240 ;;
     7b-nocompile) launch_args 7b-tuned; echo "$no_compile" ;;
+    7b-fast) launch_args 7b-shaped; tuned 13312; echo "$no_compile" ;;
     scale-[124]) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=3 "${no_val[@]}" \
           trainer.save_freq=-1 "trainer.n_gpus_per_node=${run#scale-}" ;;
     lora) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=4 "${no_val[@]}" \
@@ -158,11 +167,12 @@ check_run() {  # check_run RUN [BEFORE...]: it exists, its model is there, and t
     return 2
   }
   folder=$(folder_of "$run")
-  if [[ $run == 7b-tuned || $run == 7b-nocompile ]]; then  # every layer's activations stay in the update
-    local mib
+  if [[ $run == 7b-tuned || $run == 7b-nocompile || $run == 7b-fast ]]; then  # every layer's activations stay
+    local mib plan=7b-4h200-tuned gib=99
+    [ "$run" != 7b-fast ] || { plan=7b-4h200-fast; gib=118; }
     mib=$(gpu_mib)
     [ -z "$mib" ] || [ "$mib" -ge 122880 ] || {
-      echo "gpu_paper_launch.sh: $run keeps every layer's activations, 99 GiB a GPU (python scripts/memory_plan.py --parts 7b-4h200-tuned); this node's GPUs have $((mib / 1024)) GiB" >&2
+      echo "gpu_paper_launch.sh: $run keeps every layer's activations, $gib GiB a GPU (python scripts/memory_plan.py --parts $plan); this node's GPUs have $((mib / 1024)) GiB" >&2
       return 2
     }
   fi

@@ -37,6 +37,7 @@ TOP_PROCESSES = 3
 LANDMARKS = {
     "launcher": re.compile(rb"launch recorded in "),
     "ray": re.compile(rb"Started a local Ray instance|Connected to Ray cluster"),
+    "task runner": re.compile(rb"TransferQueue starting beside "),
     "transfer queue": re.compile(rb"TransferQueue ready in "),
     "data loaders": re.compile(rb"train and validate dataloader initialized"),
     "worker group": re.compile(rb"create worker group"),
@@ -45,12 +46,13 @@ LANDMARKS = {
     "rollout servers": re.compile(rb"checkpoint engine manager initialized"),
     "ready": re.compile(rb"all initialize finished, ready to fit"),
 }
-"""The start-up's landmarks in a launch's output, in the order they come: SEAL's launcher records the launch
-before it starts Ray; SEAL's task runner says when TransferQueue's controller and storage actors are up
-(seal/trainer/rl/task_runner.py); then verl 0.9.1's trainer set-up logs each line
-(trainer/ppo/v1/trainer_base.py): the tokenizer and data loaders, the worker processes, the actor and
-reference models, the reward loop, the vLLM servers (the checkpoint engine is set up right after them) and the
-replicas put to sleep with any checkpoint loaded."""
+"""The start-up's landmarks in a launch's output: SEAL's launcher records the launch before it starts Ray;
+SEAL's task runner says when it has its config and starts TransferQueue beside the trainer's set-up, and when
+TransferQueue's controller and storage actors are up (seal/trainer/rl/task_runner.py; the one landmark off the
+set-up's path); then verl 0.9.1's trainer set-up logs each line in turn (trainer/ppo/v1/trainer_base.py): the
+tokenizer and data loaders, the worker processes, the actor and reference models, the reward loop, the vLLM
+servers (the checkpoint engine is set up right after them) and the replicas put to sleep with any checkpoint
+loaded."""
 
 
 def visible_gpus(count: int, visible: str | None) -> list[int]:

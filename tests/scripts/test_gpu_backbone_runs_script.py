@@ -17,7 +17,7 @@ import pytest
 from seal.trainer.launch import command as launcher
 from seal.trainer.launch.checks import check_launch_config
 from seal.trainer.launch.kernel import configure_attention
-from seal.trainer.rl.task_runner import TRANSFER_QUEUE_READY
+from seal.trainer.rl.task_runner import TRANSFER_QUEUE_READY, TRANSFER_QUEUE_STARTING
 from seal.trainer.settings import settings_from_config
 from tests.support.script_module import load_script
 
@@ -52,8 +52,8 @@ def test_the_sampler_records_the_child_s_memory_its_steps_and_its_exit(tmp_path,
     out = tmp_path / "run" / "resources.json"
     metrics = tmp_path / "run" / "metrics"
     argv = ["--out", str(out), "--metrics", str(metrics), "--interval", "0.2", "--every", "0.5", "--"]
-    ready = TRANSFER_QUEUE_READY.format(seconds=3.2)  # the task runner's own line
-    status = sampler.main([*argv, sys.executable, "-c", CHILD, str(metrics), ready])
+    task_runner = f"{TRANSFER_QUEUE_STARTING}\n{TRANSFER_QUEUE_READY.format(seconds=3.2)}"  # its own lines
+    status = sampler.main([*argv, sys.executable, "-c", CHILD, str(metrics), task_runner])
     assert status == 3
     passed, progress = capfdbinary.readouterr()
     assert passed.count(b"launch recorded in") == 2 and b"dataloader initialized" in passed  # stderr too
@@ -62,10 +62,11 @@ def test_the_sampler_records_the_child_s_memory_its_steps_and_its_exit(tmp_path,
     assert found["returncode"] == 3 and set(found["step_seen_s"]) == {"1", "2"}
     assert found["step_seen_s"]["1"] < found["step_seen_s"]["2"] <= found["wall_s"]
     landmarks = found["landmarks_s"]
-    assert set(landmarks) == {"launcher", "transfer queue", "data loaders"}
+    assert set(landmarks) == {"launcher", "task runner", "transfer queue", "data loaders"}
     assert (
         0
         <= landmarks["launcher"]
+        <= landmarks["task runner"]
         <= landmarks["transfer queue"]
         <= landmarks["data loaders"]
         <= found["wall_s"]
@@ -118,6 +119,14 @@ def test_the_table_gives_start_up_phases_peaks_and_the_targets(tmp_path, capsys)
         "launcher 20.0  Ray 9.0  task runner + tokenizer and data 51.0"
         "  workers + actor and ref + reward loop 20.0  rollout servers + sleep and load 60.0  to step 1 10.0"
     )
+    beside = {"task runner": 49.0, "transfer queue": 74.0}  # TransferQueue up 25 s after, data loaders first
+    (run / "resources.json").write_text(
+        json.dumps({**resources, "landmarks_s": {**landmarks, **beside, "ready": 160.0}})
+    )
+    assert backbone_table.main([str(run)]) == 0
+    parts = capsys.readouterr().out.split("start-up parts s: ")[1].splitlines()[0]
+    assert parts.startswith("launcher 20.0  Ray 9.0  task runner 20.0  tokenizer and data 31.0  workers")
+    assert parts.endswith("to step 1 10.0  TransferQueue beside 25.0")  # off the path: not in the sum
     seven = tmp_path / "backbone_7b_lora"
     shutil.copytree(run, seven)
     assert backbone_table.main([str(seven)]) == 0
