@@ -46,7 +46,8 @@ class SealTaskRunner(TaskRunnerV1.__ray_actor_class__):
         self.config = config
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="transfer-queue") as beside:
             print(TRANSFER_QUEUE_STARTING, flush=True)
-            transfer_queue = beside.submit(_start_transfer_queue, config.transfer_queue)
+            own_copy = OmegaConf.create(OmegaConf.to_container(config.transfer_queue))  # set-up edits config
+            transfer_queue = beside.submit(_start_transfer_queue, own_copy)
             succeeded = False
             try:
                 self.trainer = SealPPOTrainer(config=config)

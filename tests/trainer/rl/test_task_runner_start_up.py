@@ -33,7 +33,7 @@ def fake_transfer_queue(events: Events, fail: bool) -> types.ModuleType:
 
     def init(conf) -> None:
         assert events.set_up_started.wait(WAIT_S), "TransferQueue started only after the trainer's set-up"
-        events.add("transfer queue up")
+        events.add(f"transfer queue up with {conf.backend.storage_backend}")
         if fail:
             raise RuntimeError("no storage actors")
 
@@ -70,7 +70,12 @@ def run_task_runner(
     runner.trainer = None
     runner.init_agent_loop_manager = lambda: events.add("agent loop workers")
     runner.agent_loop_manager = None
-    config = OmegaConf.create({"trainer": {"v1": {"trainer_mode": "sync"}}, "transfer_queue": {}})
+    config = OmegaConf.create(
+        {
+            "trainer": {"v1": {"trainer_mode": "sync"}},
+            "transfer_queue": {"backend": {"storage_backend": "Simple"}},
+        }
+    )
     try:
         runner.run(config)
     except RuntimeError as error:
@@ -82,7 +87,8 @@ def test_transfer_queue_comes_up_during_the_set_up_and_before_the_agent_loop_wor
     order, error = run_task_runner(monkeypatch)
     assert error is None
     assert order.index("trainer set up") < order.index("agent loop workers")
-    assert order.index("transfer queue up") < order.index("agent loop workers") < order.index("fit")
+    up = "transfer queue up with Simple"  # the task runner's TransferQueue config
+    assert order.index(up) < order.index("agent loop workers") < order.index("fit")
     assert order[-1] == "transfer queue closed"
     out = capsys.readouterr().out
     assert out.index(task_runner.TRANSFER_QUEUE_STARTING) < out.index("TransferQueue ready in ")
@@ -92,7 +98,7 @@ def test_a_failed_set_up_waits_for_transfer_queue_before_closing_it(monkeypatch)
     order, error = run_task_runner(monkeypatch, set_up_fails=True)
     assert str(error) == "no GPUs"
     assert "agent loop workers" not in order
-    assert order[-2:] == ["transfer queue up", "transfer queue closed"]
+    assert order[-2:] == ["transfer queue up with Simple", "transfer queue closed"]
 
 
 def test_a_failed_transfer_queue_stops_the_run_before_the_agent_loop_workers(monkeypatch):
