@@ -50,6 +50,12 @@
 #               each costs a fixed ~0.6 s beside its compute, from 7b-shaped against 7b-tuned; 118 GiB of an
 #               H200 by scripts/memory_plan.py --parts 7b-4h200-fast) and vLLM as 7b-nocompile's: every 7B
 #               target in one run (~9)
+#   7b-nosync   7b-tuned with FSDP's gradients reduced once a mini-batch, not once a micro-batch
+#               (fsdp_config.use_no_sync_for_gradient_accumulation=true: the whole model's unsharded fp32
+#               gradients wait on every GPU, 127 GiB of an H200 by scripts/memory_plan.py --parts
+#               7b-4h200-nosync) and vLLM as 7b-nocompile's: the other lever on the update's fixed cost per
+#               micro-batch, worth its run where scripts/fsdp_collectives_probe.py finds the gradients'
+#               reduce-scatter a large part of it (~9)
 #   8b-ckpt, 8b-resume, 8b-shaped   the same for ToolACE-2-8B with its config as shipped, exp/SEAL_ToolACE.yaml
 #               (Table 4 with the python_list protocol and a 9,216-token prompt budget) (13, 11, measured; ~10)
 #   scale-1, scale-2, scale-4   exp/learn_qwen_seal.yaml on $CODER (Qwen2.5-Coder-1.5B-Instruct, real weights)
@@ -78,7 +84,7 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the tables read the runs with seal
 state=experiments/.paper_launch
 checkpoint_gib=${CHECKPOINT_GIB:-110}  # the free space a -ckpt run asks for (the 8B's checkpoint: 96 GB)
-ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 7b-fast 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
+ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 7b-fast 7b-nosync 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
 tuned() {  # tuned TOKENS: the speed settings of 7b-tuned, the update's micro-batches packed up to TOKENS
   printf '%s\n' actor_rollout_ref.model.enable_gradient_checkpointing=false \
@@ -86,6 +92,7 @@ tuned() {  # tuned TOKENS: the speed settings of 7b-tuned, the update's micro-ba
     actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16
 }
 no_compile=+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config={mode:0,cudagraph_mode:FULL_DECODE_ONLY}
+no_sync=actor_rollout_ref.actor.fsdp_config.use_no_sync_for_gradient_accumulation=true
 vllm_timings=+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_LOGGING_LEVEL=INFO  # logs only: vLLM's start-up lines
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.rollout.load_format=safetensors actor_rollout_ref.actor.strategy=fsdp2
@@ -111,6 +118,7 @@ launch_args() {  # launch_args RUN: the experiment, then the overrides beside th
     7b-tuned) launch_args 7b-shaped; tuned 10240 ;;
     7b-nocompile) launch_args 7b-tuned; echo "$no_compile" ;;
     7b-fast) launch_args 7b-shaped; tuned 13312; echo "$no_compile" ;;
+    7b-nosync) launch_args 7b-shaped; tuned 10240; echo "$no_sync"; echo "$no_compile" ;;
     scale-[124]) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=3 "${no_val[@]}" \
           trainer.save_freq=-1 "trainer.n_gpus_per_node=${run#scale-}" ;;
     lora) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=4 "${no_val[@]}" \
@@ -167,9 +175,10 @@ check_run() {  # check_run RUN [BEFORE...]: it exists, its model is there, and t
     return 2
   }
   folder=$(folder_of "$run")
-  if [[ $run == 7b-tuned || $run == 7b-nocompile || $run == 7b-fast ]]; then  # every layer's activations stay
-    local mib plan=7b-4h200-tuned gib=99
+  if [[ $run == 7b-tuned || $run == 7b-nocompile || $run == 7b-fast || $run == 7b-nosync ]]; then
+    local mib plan=7b-4h200-tuned gib=99  # every layer's activations stay
     [ "$run" != 7b-fast ] || { plan=7b-4h200-fast; gib=118; }
+    [ "$run" != 7b-nosync ] || { plan=7b-4h200-nosync; gib=127; }
     mib=$(gpu_mib)
     [ -z "$mib" ] || [ "$mib" -ge 122880 ] || {
       echo "gpu_paper_launch.sh: $run keeps every layer's activations, $gib GiB a GPU (python scripts/memory_plan.py --parts $plan); this node's GPUs have $((mib / 1024)) GiB" >&2

@@ -81,6 +81,18 @@ SCENARIOS = [
         "7b-fast: 7b-tuned on 13,312-token micro-batches, two of the shaped run's sequences each",
     ),
     Scenario(
+        "7b-4h200-nosync",
+        "qwen2.5-7b",
+        replace(
+            FOUR_H200,
+            ref_bytes=2,
+            gradient_checkpointing=False,
+            micro_batch_tokens=10240,
+            sync_every_micro_batch=False,
+        ),
+        "7b-nosync: 7b-tuned with the gradients reduced once a mini-batch (FSDP's no_sync)",
+    ),
+    Scenario(
         "7b-4gpu-tuned",
         "qwen2.5-7b",
         replace(FOUR_H100, ref_bytes=2, gradient_checkpointing=False, micro_batch_tokens=10240),

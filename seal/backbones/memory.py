@@ -80,6 +80,10 @@ class Placement:
     gradient_checkpointing: bool = True
     """`model.enable_gradient_checkpointing` (verl's default); off, the update keeps every layer's
     activations."""
+    sync_every_micro_batch: bool = True
+    """`fsdp_config.use_no_sync_for_gradient_accumulation: false` (verl's yaml): every micro-batch's backward
+    reduces its gradients into the shards; true, FSDP's `no_sync` accumulates the whole model's unsharded
+    gradients until the mini-batch's last micro-batch."""
     pinned_rounding: bool = True
     """PyTorch's pinned host allocator rounds each block up to a power of two (the default)."""
 
@@ -168,6 +172,8 @@ def plan(config: dict[str, Any], placement: Placement) -> Budget:
     parts["gradients"] = trainable * train_bytes / GIB
     parts["AdamW moments"] = 2 * trainable * train_bytes / GIB
     parts["bf16 compute copy"] = weights * 2 / GIB if p.model_bytes > 2 else 0.0
+    if not p.sync_every_micro_batch:
+        parts["unsharded gradients (no_sync)"] = p.gpus * trainable * train_bytes / GIB
     parts["activations"] = (
         activation_gib(config, p.micro_batch_tokens, backward=True, checkpointing=p.gradient_checkpointing)
         + WORKSPACE_GIB
@@ -175,7 +181,11 @@ def plan(config: dict[str, Any], placement: Placement) -> Budget:
     parts["vLLM share"] = p.vllm_utilization * p.gpu_gib
     contexts = 2 * CUDA_CONTEXT_GIB
     budget.update_gib = (
-        (parts["actor weights"] + parts["gradients"] + parts["AdamW moments"] + parts["bf16 compute copy"])
+        parts["actor weights"]
+        + parts["gradients"]
+        + parts.get("unsharded gradients (no_sync)", 0.0)
+        + parts["AdamW moments"]
+        + parts["bf16 compute copy"]
         + parts["activations"]
         + VLLM_ASLEEP_GIB
         + contexts

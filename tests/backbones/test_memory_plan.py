@@ -3,6 +3,8 @@ allocator's rounding, where verl 0.9.1 keeps each copy, and the scenarios' verdi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
@@ -155,5 +157,15 @@ def test_the_update_without_checkpointing_keeps_every_layer_and_fits_an_h200_not
         s.name: memory_plan.verdict(plan(BACKBONES[s.backbone].config, s.placement))
         for s in memory_plan.SCENARIOS
     }
-    assert verdicts["7b-4h200-tuned"] == verdicts["7b-4h200-fast"] == "yes"
+    assert verdicts["7b-4h200-tuned"] == verdicts["7b-4h200-fast"] == verdicts["7b-4h200-nosync"] == "yes"
     assert verdicts["7b-4gpu-tuned"] == "no: GPU"
+
+
+def test_gradients_held_for_the_mini_batch_are_the_whole_unsharded_model_on_every_gpu():
+    config = BACKBONES["qwen2.5-7b"].config
+    every_micro_batch = replace(memory_plan.FOUR_H200, gradient_checkpointing=False, micro_batch_tokens=10240)
+    once = plan(config, replace(every_micro_batch, sync_every_micro_batch=False))
+    synced = plan(config, every_micro_batch)
+    whole_fp32 = sum(fsdp_units(config)) * 4 / GIB
+    assert once.update_gib - synced.update_gib == pytest.approx(whole_fp32, abs=0.01)  # 28.4 GiB at the 7B
+    assert once.generate_gib == synced.generate_gib and once.host_node_gib == synced.host_node_gib

@@ -116,10 +116,11 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
     vllm_compile = "+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config"
     assert no_compile == {**tuned, vllm_compile: "{mode:0,cudagraph_mode:FULL_DECODE_ONLY}"}  # and no compile
     fast = {key: value for key, value in overrides_of(node, "7b-fast").items() if key not in AS_SHIPPED}
-    assert fast == {
-        **no_compile,
-        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu": "13312",
-    }  # fuller updates
+    fuller = {"actor_rollout_ref.actor.ppo_max_token_len_per_gpu": "13312"}  # two sequences a micro-batch
+    assert fast == {**no_compile, **fuller}
+    no_sync = {key: value for key, value in overrides_of(node, "7b-nosync").items() if key not in AS_SHIPPED}
+    once = "actor_rollout_ref.actor.fsdp_config.use_no_sync_for_gradient_accumulation"
+    assert no_sync == {**no_compile, once: "true"}  # the gradients reduced once a mini-batch
     assert overrides_of(node, "8b-resume")["trainer.experiment_name"] == "paper_8b_ckpt"  # resumes its folder
     assert overrides_of(node, "8b")["actor_rollout_ref.model.path"] == str(node.models / "toolace-2-8b")
     for gpus in ("1", "2", "4"):
@@ -134,7 +135,9 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
     assert node.run("show", "13b").returncode == 2
 
 
-@pytest.mark.parametrize("run", ["7b", "7b-ckpt", "8b-shaped", "7b-tuned", "7b-nocompile", "7b-fast"])
+@pytest.mark.parametrize(
+    "run", ["7b", "7b-ckpt", "8b-shaped", "7b-tuned", "7b-nocompile", "7b-fast", "7b-nosync"]
+)
 def test_the_paper_s_launches_compose_and_pass_the_launch_checks(run, tmp_path):
     conf, overrides = launch_of(Node(tmp_path), run)
     lines = [f"{key}={value}" for key, value in overrides.items()]
@@ -146,11 +149,15 @@ def test_the_paper_s_launches_compose_and_pass_the_launch_checks(run, tmp_path):
     toolace = run.startswith("8b")  # the 8B's shipped config: its protocol and a prompt its tokenizer fits
     assert config.seal.rollout.protocol == ("python_list" if toolace else "qwen_fc")
     assert config.data.max_prompt_length == (9216 if toolace else 8192)
-    tuned = run in ("7b-tuned", "7b-nocompile", "7b-fast")
+    tuned = run in ("7b-tuned", "7b-nocompile", "7b-fast", "7b-nosync")
     assert config.actor_rollout_ref.model.enable_gradient_checkpointing is not tuned
     longest = config.data.max_prompt_length + config.data.max_response_length  # one micro-batch holds it
     assert config.actor_rollout_ref.actor.ppo_max_token_len_per_gpu >= longest
-    if run in ("7b-nocompile", "7b-fast"):  # what verl hands vLLM: a plain dict it fills and writes as JSON
+    if run in (
+        "7b-nocompile",
+        "7b-fast",
+        "7b-nosync",
+    ):  # what verl hands vLLM: a plain dict it fills and writes as JSON
         rollout = omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
         assert rollout.engine_kwargs["vllm"]["compilation_config"] == {
             "mode": 0,
