@@ -45,17 +45,16 @@
 #   7b-nocompile   7b-tuned with vLLM's torch.compile off and full CUDA graphs for decoding only (compilation
 #               mode 0, cudagraph_mode FULL_DECODE_ONLY; verl's default is compiled FULL_AND_PIECEWISE): what a
 #               node's first launch saves in start-up, against what generation loses (~8)
-#   7b-fast     7b-tuned with the update's micro-batches packed up to 13,312 tokens (two of the shaped run's
-#               sequences each: verl splits a mini-batch into ceil(tokens / cap) balanced micro-batches, and
-#               each costs a fixed ~0.6 s beside its compute, from 7b-shaped against 7b-tuned; 118 GiB of an
-#               H200 by scripts/memory_plan.py --parts 7b-4h200-fast) and vLLM as 7b-nocompile's: every 7B
-#               target in one run (~9)
-#   7b-nosync   7b-tuned with FSDP's gradients reduced once a mini-batch, not once a micro-batch
+#   7b-fast     7b-shaped with gradient checkpointing kept and the update's micro-batches packed up to 49,152
+#               tokens, 7b-tuned's forward-only settings and vLLM as 7b-nocompile's: every 7B target in one run.
+#               verl splits a mini-batch into ceil(tokens / cap) balanced micro-batches, and each costs about
+#               0.6 s beside its compute (7b-shaped against 7b-tuned), so 2 a mini-batch (8 a step) instead of
+#               6 or 10; 66 GiB a GPU by scripts/memory_plan.py --parts 7b-4h200-fast, so an H100 holds it too
+#               (7b-4gpu-fast) (~9)
+#   7b-nosync   7b-fast with FSDP's gradients reduced once a mini-batch, not once a micro-batch
 #               (fsdp_config.use_no_sync_for_gradient_accumulation=true: the whole model's unsharded fp32
-#               gradients wait on every GPU, 127 GiB of an H200 by scripts/memory_plan.py --parts
-#               7b-4h200-nosync) and vLLM as 7b-nocompile's: the other lever on the update's fixed cost per
-#               micro-batch, worth its run where scripts/fsdp_collectives_probe.py finds the gradients'
-#               reduce-scatter a large part of it (~9)
+#               gradients wait on every GPU, 95 GiB by scripts/memory_plan.py --parts 7b-4h200-nosync): whether
+#               the gradients' reduction is that fixed cost, beside scripts/fsdp_collectives_probe.py (~9)
 #   8b-ckpt, 8b-resume, 8b-shaped   the same for ToolACE-2-8B with its config as shipped, exp/SEAL_ToolACE.yaml
 #               (Table 4 with the python_list protocol and a 9,216-token prompt budget) (13, 11, measured; ~10)
 #   scale-1, scale-2, scale-4   exp/learn_qwen_seal.yaml on $CODER (Qwen2.5-Coder-1.5B-Instruct, real weights)
@@ -86,11 +85,8 @@ state=experiments/.paper_launch
 checkpoint_gib=${CHECKPOINT_GIB:-110}  # the free space a -ckpt run asks for (the 8B's checkpoint: 96 GB)
 ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 7b-fast 7b-nosync 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
-tuned() {  # tuned TOKENS: the speed settings of 7b-tuned, the update's micro-batches packed up to TOKENS
-  printf '%s\n' actor_rollout_ref.model.enable_gradient_checkpointing=false \
-    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=$1" actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=32768 \
-    actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16
-}
+forward_only=(actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=32768
+              actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16)
 no_compile=+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config={mode:0,cudagraph_mode:FULL_DECODE_ONLY}
 no_sync=actor_rollout_ref.actor.fsdp_config.use_no_sync_for_gradient_accumulation=true
 vllm_timings=+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_LOGGING_LEVEL=INFO  # logs only: vLLM's start-up lines
@@ -115,10 +111,12 @@ launch_args() {  # launch_args RUN: the experiment, then the overrides beside th
           trainer.save_freq=1 ;;
     7b-resume|8b-resume) launch_args "${run%-resume}" ;;
     7b-shaped|8b-shaped) launch_args "${run%-shaped}"; printf '%s\n' data.max_response_length=1152 "$vllm_timings" ;;
-    7b-tuned) launch_args 7b-shaped; tuned 10240 ;;
+    7b-tuned) launch_args 7b-shaped; printf '%s\n' actor_rollout_ref.model.enable_gradient_checkpointing=false \
+          actor_rollout_ref.actor.ppo_max_token_len_per_gpu=10240 "${forward_only[@]}" ;;
     7b-nocompile) launch_args 7b-tuned; echo "$no_compile" ;;
-    7b-fast) launch_args 7b-shaped; tuned 13312; echo "$no_compile" ;;
-    7b-nosync) launch_args 7b-shaped; tuned 10240; echo "$no_sync"; echo "$no_compile" ;;
+    7b-fast) launch_args 7b-shaped; printf '%s\n' actor_rollout_ref.actor.ppo_max_token_len_per_gpu=49152 \
+          "${forward_only[@]}" "$no_compile" ;;
+    7b-nosync) launch_args 7b-fast; echo "$no_sync" ;;
     scale-[124]) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=3 "${no_val[@]}" \
           trainer.save_freq=-1 "trainer.n_gpus_per_node=${run#scale-}" ;;
     lora) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=4 "${no_val[@]}" \
@@ -175,13 +173,12 @@ check_run() {  # check_run RUN [BEFORE...]: it exists, its model is there, and t
     return 2
   }
   folder=$(folder_of "$run")
-  if [[ $run == 7b-tuned || $run == 7b-nocompile || $run == 7b-fast || $run == 7b-nosync ]]; then
-    local mib plan=7b-4h200-tuned gib=99  # every layer's activations stay
-    [ "$run" != 7b-fast ] || { plan=7b-4h200-fast; gib=118; }
-    [ "$run" != 7b-nosync ] || { plan=7b-4h200-nosync; gib=127; }
+  if [[ $run == 7b-tuned || $run == 7b-nocompile || $run == 7b-nosync ]]; then
+    local mib plan=7b-4h200-tuned gib=99 why="keeps every layer's activations"
+    [ "$run" != 7b-nosync ] || { plan=7b-4h200-nosync; gib=95; why="keeps the whole model's gradients"; }
     mib=$(gpu_mib)
     [ -z "$mib" ] || [ "$mib" -ge 122880 ] || {
-      echo "gpu_paper_launch.sh: $run keeps every layer's activations, $gib GiB a GPU (python scripts/memory_plan.py --parts $plan); this node's GPUs have $((mib / 1024)) GiB" >&2
+      echo "gpu_paper_launch.sh: $run $why, $gib GiB a GPU (python scripts/memory_plan.py --parts $plan); this node's GPUs have $((mib / 1024)) GiB" >&2
       return 2
     }
   fi

@@ -77,20 +77,20 @@ SCENARIOS = [
     Scenario(
         "7b-4h200-fast",
         "qwen2.5-7b",
-        replace(FOUR_H200, ref_bytes=2, gradient_checkpointing=False, micro_batch_tokens=13312),
-        "7b-fast: 7b-tuned on 13,312-token micro-batches, two of the shaped run's sequences each",
+        replace(FOUR_H200, ref_bytes=2, micro_batch_tokens=49152),
+        "7b-fast: checkpointing kept, the update on 49,152-token micro-batches, bf16 reference",
+    ),
+    Scenario(
+        "7b-4gpu-fast",
+        "qwen2.5-7b",
+        replace(FOUR_H100, ref_bytes=2, micro_batch_tokens=49152),
+        "the same on 4 H100",
     ),
     Scenario(
         "7b-4h200-nosync",
         "qwen2.5-7b",
-        replace(
-            FOUR_H200,
-            ref_bytes=2,
-            gradient_checkpointing=False,
-            micro_batch_tokens=10240,
-            sync_every_micro_batch=False,
-        ),
-        "7b-nosync: 7b-tuned with the gradients reduced once a mini-batch (FSDP's no_sync)",
+        replace(FOUR_H200, ref_bytes=2, micro_batch_tokens=49152, sync_every_micro_batch=False),
+        "7b-nosync: 7b-fast with the gradients reduced once a mini-batch (FSDP's no_sync)",
     ),
     Scenario(
         "7b-4gpu-tuned",
