@@ -48,8 +48,8 @@
 #   7b-fast     7b-shaped with gradient checkpointing kept and the update's micro-batches packed up to 49,152
 #               tokens, 7b-tuned's forward-only settings and vLLM as 7b-nocompile's: every 7B target in one run.
 #               verl splits a mini-batch into ceil(tokens / cap) balanced micro-batches, and each costs about
-#               0.6 s beside its compute (7b-shaped against 7b-tuned), so 2 a mini-batch (8 a step) instead of
-#               6 or 10; 66 GiB a GPU by scripts/memory_plan.py --parts 7b-4h200-fast, so an H100 holds it too
+#               0.6 s beside its compute (7b-shaped against 7b-tuned), so 2-3 a mini-batch instead of 6-7 or
+#               10-11; 66 GiB a GPU by scripts/memory_plan.py --parts 7b-4h200-fast, so an H100 holds it too
 #               (7b-4gpu-fast) (~9)
 #   7b-nosync   7b-fast with FSDP's gradients reduced once a mini-batch, not once a micro-batch
 #               (fsdp_config.use_no_sync_for_gradient_accumulation=true: the whole model's unsharded fp32
