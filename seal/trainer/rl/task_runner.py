@@ -47,7 +47,7 @@ class SealTaskRunner(TaskRunnerV1.__ray_actor_class__):
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="transfer-queue") as beside:
             print(TRANSFER_QUEUE_STARTING, flush=True)
             own_copy = OmegaConf.create(OmegaConf.to_container(config.transfer_queue))  # set-up edits config
-            transfer_queue = beside.submit(_start_transfer_queue, own_copy)
+            transfer_queue = beside.submit(start_transfer_queue, own_copy)
             succeeded = False
             try:
                 self.trainer = SealPPOTrainer(config=config)
@@ -66,7 +66,7 @@ class SealTaskRunner(TaskRunnerV1.__ray_actor_class__):
                     tq.close()
 
 
-def _start_transfer_queue(config: DictConfig) -> None:
+def start_transfer_queue(config: DictConfig) -> None:
     """TransferQueue's controller and storage actors (about 25 s on a 4-GPU node: two waves of Ray actors,
     each importing torch), started beside the trainer's set-up: in sync mode verl first touches TransferQueue
     when the agent loop workers start, after the rollout servers (verl's `_load_checkpoint` restores
