@@ -23,6 +23,7 @@ import functools
 import inspect
 import math
 import sys
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -64,14 +65,17 @@ def torch_varlen_attention(
     if attention_mask is not None:
         kept = attention_mask.reshape(-1).bool().nonzero().squeeze(-1)
         cu_seqlens = _cu_seqlens(attention_mask.bool().sum(-1))
-        out = _causal_varlen(q[kept], k[kept], v[kept], cu_seqlens, scaling, sliding_window)
+        longest = int(cu_seqlens.diff().max())
+        out = _causal_varlen(q[kept], k[kept], v[kept], cu_seqlens, longest, scaling, sliding_window)
         padded = out.new_zeros(tokens, heads, head_dim)
         padded[kept] = out
         return padded.view(batch, length, heads, head_dim), None
     cu_seqlens = _given_cu_seqlens(kwargs, tokens)
     if cu_seqlens is None:
-        cu_seqlens = _sequence_starts(kwargs.get("position_ids"), batch, length, query.device)
-    out = _causal_varlen(q, k, v, cu_seqlens, scaling, sliding_window)
+        cu_seqlens, longest = _PACKED_ROWS.sequences(kwargs.get("position_ids"), batch, length, query.device)
+    else:
+        longest = int(cu_seqlens.diff().max())
+    out = _causal_varlen(q, k, v, cu_seqlens, longest, scaling, sliding_window)
     return out.view(batch, length, heads, head_dim), None
 
 
@@ -136,19 +140,49 @@ def _given_cu_seqlens(kwargs: dict[str, Any], tokens: int) -> torch.Tensor | Non
     return cu_q.to(torch.int32)
 
 
+class PackedRows:
+    """The sequences of the last packed rows seen: every decoder layer of a forward pass (and its
+    recomputation under gradient checkpointing) gets the same `position_ids` tensor, and finding its
+    sequences costs two waits for the GPU (`nonzero` and the longest length), so they are found once per
+    tensor, not once per layer. A different tensor, or the same one changed in place, is looked at again."""
+
+    def __init__(self) -> None:
+        self._seen: tuple[weakref.ref[torch.Tensor], int, int, int, torch.Tensor, int] | None = None
+
+    def sequences(
+        self, position_ids: torch.Tensor | None, batch: int, length: int, device: torch.device
+    ) -> tuple[torch.Tensor, int]:
+        """Cumulative sequence lengths over the flattened batch, and the longest sequence's length."""
+        if position_ids is None:  # one sequence a row: nothing to look at on the GPU
+            ends = torch.arange(0, (batch + 1) * length, length, dtype=torch.int32, device=device)
+            return ends, length
+        if position_ids.is_inference():  # no version counter to tell an in-place change: never kept
+            cu_seqlens = _sequence_starts(position_ids, batch, length, device)
+            return cu_seqlens, int(cu_seqlens.diff().max())
+        key = (batch, length, position_ids._version)
+        if self._seen is not None and self._seen[0]() is position_ids and self._seen[1:4] == key:
+            return self._seen[4], self._seen[5]
+        cu_seqlens = _sequence_starts(position_ids, batch, length, device)
+        longest = int(cu_seqlens.diff().max())
+        self._seen = (weakref.ref(position_ids), *key, cu_seqlens, longest)
+        return cu_seqlens, longest
+
+
+_PACKED_ROWS = PackedRows()
+
+
 def _sequence_starts(
-    position_ids: torch.Tensor | None, batch: int, length: int, device: torch.device
+    position_ids: torch.Tensor, batch: int, length: int, device: torch.device
 ) -> torch.Tensor:
     """Cumulative sequence lengths over the flattened batch: every row starts a sequence, and within a row
     a sequence starts wherever a position is not its predecessor's plus one (transformers'
     `find_packed_sequence_indices` rule), as in verl's packed rows whose positions restart at 0."""
+    if position_ids.dim() != 2:
+        raise UnsupportedAttention(f"{NAME} takes 2-D position_ids, got {position_ids.dim()}-D")
     starts = torch.zeros(batch, length, dtype=torch.bool, device=device)
     starts[:, 0] = True
-    if position_ids is not None:
-        if position_ids.dim() != 2:
-            raise UnsupportedAttention(f"{NAME} takes 2-D position_ids, got {position_ids.dim()}-D")
-        positions = position_ids.expand(batch, length)
-        starts[:, 1:] = positions[:, 1:] != positions[:, :-1] + 1
+    positions = position_ids.expand(batch, length)
+    starts[:, 1:] = positions[:, 1:] != positions[:, :-1] + 1
     first = starts.reshape(-1).nonzero().squeeze(-1).to(torch.int32)
     return torch.cat([first, first.new_tensor([batch * length])])
 
@@ -158,13 +192,13 @@ def _causal_varlen(
     k: torch.Tensor,
     v: torch.Tensor,
     cu_seqlens: torch.Tensor,
+    longest: int,
     scaling: float | None,
     sliding_window: int | None,
 ) -> torch.Tensor:
     """Causal `varlen_attn` over (T, H, D) tensors, called with the installed torch's arguments."""
-    max_len = int(cu_seqlens.diff().max())
     options = _varlen_options(varlen_attn, q.shape[1], k.shape[1], q.shape[2], scaling, sliding_window)
-    return varlen_attn(q, k, v, cu_seqlens, cu_seqlens, max_len, max_len, **options)
+    return varlen_attn(q, k, v, cu_seqlens, cu_seqlens, longest, longest, **options)
 
 
 def _varlen_options(

@@ -232,3 +232,58 @@ def test_torch_2_10_refuses_what_its_varlen_attn_cannot_take(monkeypatch, change
     monkeypatch.setattr(attention, "varlen_attn", SIGNATURES["2.10"])
     with pytest.raises(UnsupportedAttention, match=words):
         torch_varlen_attention(CAUSAL, *qkv(), None, **change)
+
+
+# -- the packed rows' sequences, found once per tensor ------------------------------------------------
+@pytest.fixture
+def lookups(monkeypatch) -> list[torch.Tensor]:
+    """The position tensors whose sequences were looked for on the device, in order."""
+    seen: list[torch.Tensor] = []
+    original = attention._sequence_starts
+
+    def counted(position_ids, batch, length, device):
+        seen.append(position_ids)
+        return original(position_ids, batch, length, device)
+
+    monkeypatch.setattr(attention, "_sequence_starts", counted)
+    monkeypatch.setattr(attention, "_PACKED_ROWS", attention.PackedRows())
+    return seen
+
+
+def test_a_forward_pass_finds_its_sequences_once_for_all_its_layers(kernel, lookups):
+    varlen, reference = model_pair(Qwen2Config(**{**SMALL, "num_hidden_layers": 3}))
+    sequences, inputs = packed(LENGTHS, SMALL["vocab_size"])
+    other_sequences, other = packed([4, 10, 6, 9], SMALL["vocab_size"], seed=2)  # the same shape, (1, 29)
+    with torch.no_grad():
+        logits = varlen(**inputs).logits[0]
+        other_logits = varlen(**other).logits[0]  # a new tensor of the same shape is looked at again
+        alone = per_sequence_logits(reference, sequences)
+        other_alone = per_sequence_logits(reference, other_sequences)
+    assert [id(found) for found in lookups] == [id(inputs["position_ids"]), id(other["position_ids"])]
+    torch.testing.assert_close(logits, torch.cat(alone), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(other_logits, torch.cat(other_alone), rtol=1e-5, atol=1e-5)
+
+
+def test_positions_changed_in_place_or_made_in_inference_mode_are_looked_at_again(kernel, lookups):
+    varlen, reference = model_pair(Qwen2Config(**SMALL))
+    _, inputs = packed(LENGTHS, SMALL["vocab_size"])
+    with torch.no_grad():
+        varlen(**inputs)
+        inputs["position_ids"].copy_(torch.arange(sum(LENGTHS))[None])  # now one sequence of them all
+        logits = varlen(**inputs).logits[0]
+        whole = reference(input_ids=inputs["input_ids"]).logits[0]
+    assert len(lookups) == 2
+    torch.testing.assert_close(logits, whole, rtol=1e-5, atol=1e-5)
+    with torch.inference_mode():
+        positions = torch.cat([torch.arange(length) for length in LENGTHS])[None]
+        varlen(input_ids=inputs["input_ids"], position_ids=positions)
+    assert len(lookups) == 2 + SMALL["num_hidden_layers"]  # an inference tensor keeps no version: every layer
+
+
+def test_the_recomputed_forward_of_gradient_checkpointing_reuses_them(kernel, lookups):
+    varlen, _ = model_pair(Qwen2Config(**SMALL))
+    varlen.train()
+    varlen.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    _, inputs = packed(LENGTHS, SMALL["vocab_size"])
+    varlen(**inputs).logits.sum().backward()  # every layer runs its forward twice
+    assert len(lookups) == 1
