@@ -65,7 +65,7 @@ def torch_varlen_attention(
     if attention_mask is not None:
         kept = attention_mask.reshape(-1).bool().nonzero().squeeze(-1)
         cu_seqlens = _cu_seqlens(attention_mask.bool().sum(-1))
-        longest = int(cu_seqlens.diff().max())
+        cu_seqlens, longest = _with_longest(cu_seqlens)
         out = _causal_varlen(q[kept], k[kept], v[kept], cu_seqlens, longest, scaling, sliding_window)
         padded = out.new_zeros(tokens, heads, head_dim)
         padded[kept] = out
@@ -74,7 +74,7 @@ def torch_varlen_attention(
     if cu_seqlens is None:
         cu_seqlens, longest = _PACKED_ROWS.sequences(kwargs.get("position_ids"), batch, length, query.device)
     else:
-        longest = int(cu_seqlens.diff().max())
+        cu_seqlens, longest = _with_longest(cu_seqlens)
     out = _causal_varlen(q, k, v, cu_seqlens, longest, scaling, sliding_window)
     return out.view(batch, length, heads, head_dim), None
 
@@ -147,7 +147,9 @@ class PackedRows:
     tensor, not once per layer. A different tensor, or the same one changed in place, is looked at again."""
 
     def __init__(self) -> None:
-        self._seen: tuple[weakref.ref[torch.Tensor], int, int, int, torch.Tensor, int] | None = None
+        self._tensor: weakref.ref[torch.Tensor] | None = None
+        self._key: tuple[int, int, int] | None = None
+        self._found: tuple[torch.Tensor, int] | None = None
 
     def sequences(
         self, position_ids: torch.Tensor | None, batch: int, length: int, device: torch.device
@@ -157,15 +159,13 @@ class PackedRows:
             ends = torch.arange(0, (batch + 1) * length, length, dtype=torch.int32, device=device)
             return ends, length
         if position_ids.is_inference():  # no version counter to tell an in-place change: never kept
-            cu_seqlens = _sequence_starts(position_ids, batch, length, device)
-            return cu_seqlens, int(cu_seqlens.diff().max())
+            return _with_longest(_sequence_starts(position_ids, batch, length, device))
         key = (batch, length, position_ids._version)
-        if self._seen is not None and self._seen[0]() is position_ids and self._seen[1:4] == key:
-            return self._seen[4], self._seen[5]
-        cu_seqlens = _sequence_starts(position_ids, batch, length, device)
-        longest = int(cu_seqlens.diff().max())
-        self._seen = (weakref.ref(position_ids), *key, cu_seqlens, longest)
-        return cu_seqlens, longest
+        if self._tensor is not None and self._tensor() is position_ids and self._key == key:
+            return self._found
+        found = _with_longest(_sequence_starts(position_ids, batch, length, device))
+        self._tensor, self._key, self._found = weakref.ref(position_ids), key, found
+        return found
 
 
 _PACKED_ROWS = PackedRows()
@@ -185,6 +185,11 @@ def _sequence_starts(
     starts[:, 1:] = positions[:, 1:] != positions[:, :-1] + 1
     first = starts.reshape(-1).nonzero().squeeze(-1).to(torch.int32)
     return torch.cat([first, first.new_tensor([batch * length])])
+
+
+def _with_longest(cu_seqlens: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """The cumulative lengths and the longest sequence's length (a wait for the GPU)."""
+    return cu_seqlens, int(cu_seqlens.diff().max())
 
 
 def _causal_varlen(
