@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One-command set-up of SEAL into the active Python (a venv, or the machine's interpreter).
 #   bash install.sh         CPU machine: torch 2.13.0 (CPU build), verl[verl-core] 0.9.1, bfcl-eval, SEAL
-#   bash install.sh --gpu   GPU node:    verl[vllm] 0.9.1 (torch 2.11, vLLM 0.24), bfcl-eval, SEAL
+#   bash install.sh --gpu   GPU node:    verl[vllm] 0.9.1 (torch 2.11, vLLM 0.24), Liger's kernels, bfcl-eval, SEAL
 #   bash install.sh --ood   also the extras of `seal eval`'s out-of-distribution suites (BFCL V4 memory's
 #                           backends and MiniLM weights, tau2-bench): requirements-ood.txt, scripts/ood_extras.py
 #   bash install.sh --dev   everything the test suite needs: --ood, the docs tooling (requirements-docs.txt:
@@ -60,8 +60,8 @@ install_cpu_torch() {
 pip_install() { "$python" -m pip install --disable-pip-version-check "$@" || fail "pip install $* failed (see the pip output above)"; }
 
 if [ "$gpu" = 1 ]; then
-  step "GPU stack: verl[vllm]==0.9.1 (torch 2.11, vLLM 0.24)"
-  pip_install "verl[vllm]==0.9.1"
+  step "GPU stack: verl[vllm]==0.9.1 (torch 2.11, vLLM 0.24) and liger-kernel (actor_rollout_ref.model.use_liger)"
+  pip_install "verl[vllm]==0.9.1" "liger-kernel==0.8.5"
 else
   install_cpu_torch
 fi

@@ -43,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--passes", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--no-checkpointing", action="store_true", help="keep every layer's activations")
+    parser.add_argument(
+        "--liger",
+        action="store_true",
+        help="Liger's RMSNorm, SwiGLU and RoPE kernels, patched in as verl's actor.model.use_liger does",
+    )
     args = parser.parse_args(argv)
     if min(args.tokens, args.passes) < 1 or args.warmup < 0 or (args.layers is not None and args.layers < 1):
         parser.error("--tokens, --passes and --layers must be positive, --warmup not negative")
@@ -75,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_default_dtype(torch.bfloat16)
     with torch.device("cuda"):  # random weights made where they run: seconds, not minutes on the CPU
         model = AutoModelForCausalLM.from_config(config, attn_implementation=NAME)
+    if args.liger:
+        from liger_kernel.transformers.monkey_patch import _apply_liger_kernel_to_instance
+
+        _apply_liger_kernel_to_instance(model=model, fused_linear_cross_entropy=False, swiglu=True)
     decoder = model.model.train()
     if not args.no_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -94,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     checkpointing = "off" if args.no_checkpointing else "on"
     print(
         f"{args.backbone}, {config.num_hidden_layers} layers, {args.tokens:,} tokens in {len(lengths)} "
-        f"sequences, checkpointing {checkpointing}, {torch.cuda.get_device_name()}"
+        f"sequences, checkpointing {checkpointing}, Liger {'on' if args.liger else 'off'}, "
+        f"{torch.cuda.get_device_name()}"
     )
     print(f"{'median s a pass':<18} {'min s':>8} {'tokens/s':>10}")
     print(f"{median:<18.4f} {min(seconds):>8.4f} {args.tokens / median:>10,.0f}")

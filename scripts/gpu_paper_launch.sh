@@ -46,15 +46,16 @@
 #               mode 0, cudagraph_mode FULL_DECODE_ONLY; verl's default is compiled FULL_AND_PIECEWISE): what a
 #               node's first launch saves in start-up, against what generation loses (~8)
 #   7b-fast     7b-shaped with gradient checkpointing kept and the update's micro-batches packed up to 49,152
-#               tokens, 7b-tuned's forward-only settings and vLLM as 7b-nocompile's: every 7B target in one run.
-#               verl splits a mini-batch into ceil(tokens / cap) balanced micro-batches, and each costs about
-#               0.6 s beside its compute (7b-shaped against 7b-tuned), so 2-3 a mini-batch instead of 6-7 or
-#               10-11; 66 GiB a GPU by scripts/memory_plan.py --parts 7b-4h200-fast, so an H100 holds it too
-#               (7b-4gpu-fast) (~9)
-#   7b-nosync   7b-fast with FSDP's gradients reduced once a mini-batch, not once a micro-batch
-#               (fsdp_config.use_no_sync_for_gradient_accumulation=true: the whole model's unsharded fp32
-#               gradients wait on every GPU, 95 GiB by scripts/memory_plan.py --parts 7b-4h200-nosync): whether
-#               the gradients' reduction is that fixed cost, beside scripts/fsdp_collectives_probe.py (~9)
+#               tokens (2-3 a mini-batch instead of 6-7), 7b-tuned's forward-only settings and vLLM as
+#               7b-nocompile's: every 7B target in one run, 66 GiB a GPU by scripts/memory_plan.py --parts
+#               7b-4h200-fast, so an H100 holds it too (7b-4gpu-fast). Its update took as long as 7b-shaped's:
+#               the count of micro-batches is not what the update spends (9, measured)
+#   7b-liger    7b-fast with Liger's kernels (seal/trainer/launch/liger.py): the decoder's RMSNorm, SwiGLU and
+#               RoPE (actor_rollout_ref.model.use_liger; 13% off one micro-batch's forward and backward at the
+#               7B's shape on an H200, scripts/bench_packed_attention.py --liger) and the log-probs' fused
+#               linear cross-entropy (fused_kernel_options.impl_backend=liger, instead of verl's loop over
+#               512-token chunks); needs liger-kernel (~9)
+#   7b-liger-decoder   7b-liger without the log-probs' kernel: what the decoder's kernels alone give (~9)
 #   8b-ckpt, 8b-resume, 8b-shaped   the same for ToolACE-2-8B with its config as shipped, exp/SEAL_ToolACE.yaml
 #               (Table 4 with the python_list protocol and a 9,216-token prompt budget) (13, 11, measured; ~10)
 #   scale-1, scale-2, scale-4   exp/learn_qwen_seal.yaml on $CODER (Qwen2.5-Coder-1.5B-Instruct, real weights)
@@ -83,12 +84,12 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the tables read the runs with seal
 state=experiments/.paper_launch
 checkpoint_gib=${CHECKPOINT_GIB:-110}  # the free space a -ckpt run asks for (the 8B's checkpoint: 96 GB)
-ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 7b-fast 7b-nosync 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
+ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 7b-fast 7b-liger 7b-liger-decoder 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
 forward_only=(actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=32768
               actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16)
 no_compile=+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config={mode:0,cudagraph_mode:FULL_DECODE_ONLY}
-no_sync=actor_rollout_ref.actor.fsdp_config.use_no_sync_for_gradient_accumulation=true
+liger_kernels=(actor_rollout_ref.model.use_liger=true actor_rollout_ref.model.fused_kernel_options.impl_backend=liger)
 vllm_timings=+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_LOGGING_LEVEL=INFO  # logs only: vLLM's start-up lines
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.rollout.load_format=safetensors actor_rollout_ref.actor.strategy=fsdp2
@@ -116,7 +117,8 @@ launch_args() {  # launch_args RUN: the experiment, then the overrides beside th
     7b-nocompile) launch_args 7b-tuned; echo "$no_compile" ;;
     7b-fast) launch_args 7b-shaped; printf '%s\n' actor_rollout_ref.actor.ppo_max_token_len_per_gpu=49152 \
           "${forward_only[@]}" "$no_compile" ;;
-    7b-nosync) launch_args 7b-fast; echo "$no_sync" ;;
+    7b-liger) launch_args 7b-fast; printf '%s\n' "${liger_kernels[@]}" ;;
+    7b-liger-decoder) launch_args 7b-fast; echo "${liger_kernels[0]}" ;;
     scale-[124]) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=3 "${no_val[@]}" \
           trainer.save_freq=-1 "trainer.n_gpus_per_node=${run#scale-}" ;;
     lora) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=4 "${no_val[@]}" \
@@ -173,12 +175,11 @@ check_run() {  # check_run RUN [BEFORE...]: it exists, its model is there, and t
     return 2
   }
   folder=$(folder_of "$run")
-  if [[ $run == 7b-tuned || $run == 7b-nocompile || $run == 7b-nosync ]]; then
-    local mib plan=7b-4h200-tuned gib=99 why="keeps every layer's activations"
-    [ "$run" != 7b-nosync ] || { plan=7b-4h200-nosync; gib=95; why="keeps the whole model's gradients"; }
+  if [[ $run == 7b-tuned || $run == 7b-nocompile ]]; then
+    local mib
     mib=$(gpu_mib)
     [ -z "$mib" ] || [ "$mib" -ge 122880 ] || {
-      echo "gpu_paper_launch.sh: $run $why, $gib GiB a GPU (python scripts/memory_plan.py --parts $plan); this node's GPUs have $((mib / 1024)) GiB" >&2
+      echo "gpu_paper_launch.sh: $run keeps every layer's activations, 99 GiB a GPU (python scripts/memory_plan.py --parts 7b-4h200-tuned); this node's GPUs have $((mib / 1024)) GiB" >&2
       return 2
     }
   fi

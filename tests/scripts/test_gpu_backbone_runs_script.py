@@ -13,10 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+from verl.utils.config import omega_conf_to_dataclass
 
 from seal.trainer.launch import command as launcher
 from seal.trainer.launch.checks import check_launch_config
 from seal.trainer.launch.kernel import configure_attention
+from seal.trainer.launch.liger import liger_uses
 from seal.trainer.rl.task_runner import TRANSFER_QUEUE_READY, TRANSFER_QUEUE_STARTING
 from seal.trainer.settings import settings_from_config
 from tests.support.script_module import load_script
@@ -24,10 +26,10 @@ from tests.support.script_module import load_script
 ROOT = Path(__file__).resolve().parents[2]
 sampler = load_script("resource_sampler")
 backbone_table = load_script("backbone_table")
-RUNS = ("3b", "3b-shaped", "3b-offload-all", "7b-lora", "7b-lora-sdpa", "8b-lora", "7b-full")
-COMPOSED = {"3b-shaped", "3b-offload-all", "7b-lora-sdpa", "8b-lora", "7b-full"}
-"""Between them every override the runs use (3b-shaped adds one to 3b's, 7b-lora-sdpa one and 8b-lora two to
-7b-lora's); composing takes seconds each."""
+RUNS = ("3b", "3b-shaped", "3b-liger", "3b-offload-all", "7b-lora", "7b-lora-sdpa", "8b-lora", "7b-full")
+COMPOSED = {"3b-shaped", "3b-liger", "3b-offload-all", "7b-lora-sdpa", "8b-lora", "7b-full"}
+"""Between them every override the runs use (3b-shaped adds one to 3b's, 3b-liger three to 3b-shaped's,
+7b-lora-sdpa one and 8b-lora two to 7b-lora's); composing takes seconds each."""
 
 CHILD = """
 import json, sys, time
@@ -195,6 +197,18 @@ def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_pa
             assert actor.fsdp_config.param_offload and not actor.fsdp_config.optimizer_offload
             assert ref.fsdp_config.model_dtype == "bf16" and config.data.train_batch_size == 16
             assert config.actor_rollout_ref.rollout.n == 8 and config.data.max_response_length == 1152
+        if run == "3b-liger":  # 3b-shaped with Liger's two kernels and vLLM uncompiled
+            configure_attention(config)
+            assert liger_uses(config) == (
+                "actor_rollout_ref.model.use_liger=true",
+                "actor_rollout_ref.model.fused_kernel_options.impl_backend=liger",
+            )
+            rollout = omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
+            assert rollout.engine_kwargs["vllm"]["compilation_config"] == {
+                "mode": 0,
+                "cudagraph_mode": "FULL_DECODE_ONLY",
+            }
+            assert config.data.max_response_length == 1152 and config.data.train_batch_size == 16
         if run == "8b-lora":
             assert config.actor_rollout_ref.model.lora_rank == 64 and config.data.max_response_length == 1152
             rollout = config.actor_rollout_ref.rollout  # vLLM reads the base; only adapters are synced

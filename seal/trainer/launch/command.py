@@ -190,6 +190,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     from seal.trainer.launch.environment import environment, multi_node_problem, preflight, service_row
     from seal.trainer.launch.holdout import TEST_FILE
     from seal.trainer.launch.kernel import configure_attention
+    from seal.trainer.launch.liger import liger_problem
     from seal.trainer.launch.model_need import missing_model
     from seal.trainer.launch.plan import format_plan, plan_rows
     from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
@@ -211,7 +212,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     if problem is not None:
         raise LaunchError(problem, status=2)
     if entry.needs_gpus and not args.dry_run:
-        problem = gpu_problem(config) or attention.problem
+        problem = gpu_problem(config) or attention.problem or liger_problem(config)
         if problem is not None:
             raise LaunchError(problem)
     check_model_path(config)

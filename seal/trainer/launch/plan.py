@@ -13,6 +13,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from seal.trainer.launch.kernel import FLASH_ATTENTION, AttentionChoice
+from seal.trainer.launch.liger import liger_uses
 from seal.trainer.launch.run_length import run_length
 from seal.trainer.settings import SealSettings
 
@@ -197,10 +198,12 @@ def attention_row(config: DictConfig, choice: AttentionChoice) -> tuple[str, str
     model = config.actor_rollout_ref.model
     modules = [model.external_lib] if isinstance(model.external_lib, str) else list(model.external_lib or [])
     imported = f", imported in every worker: {', '.join(modules)}" if modules else ""
+    liger = liger_uses(config)
+    kernels = f", Liger's kernels: {', '.join(liger)}" if liger else ""
     return (
         "attention",
         f"{choice.kernel} ({choice.reason}), remove padding {model.use_remove_padding}, fused kernels "
-        f"{model.use_fused_kernels}{imported}",
+        f"{model.use_fused_kernels}{imported}{kernels}",
         "seal.attention -> model.override_config.attn_implementation, use_remove_padding, use_fused_kernels, "
         "external_lib",
     )
