@@ -40,6 +40,9 @@
 #   7b-full         exp/SEAL.yaml on one H200, full fine-tuning: param offload, bf16 reference, vLLM 0.4,
 #                   10,240-token micro-batches, 1 step of 16 x 8, shaped responses. Measured: out of GPU memory
 #                   in the first optimizer step (AdamW's moments on the GPU beside the gathered weights)
+#   RUN-profile     RUN with verl's torch profiler on rank 0 during the second mini-batch of step 2's update
+#                   (scripts/update_profile.py): the table adds where that mini-batch's GPU time went, by region
+#                   and kind; the profiler slows the step it records, so time RUN itself
 # MODELS (default /root/models) holds the model folders; PYTHON (default python3) runs the scripts.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_mode_cli.sh"
 mode=$1
@@ -76,6 +79,9 @@ launch_args() {  # launch_args RUN: the launcher's arguments, one per line
           "${one_step_of_16[@]}" actor_rollout_ref.actor.fsdp_config.param_offload=true \
           actor_rollout_ref.ref.fsdp_config.model_dtype=bf16 actor_rollout_ref.rollout.gpu_memory_utilization=0.4 \
           actor_rollout_ref.actor.ppo_max_token_len_per_gpu=10240 ;;
+    *-profile-profile) return 2 ;;
+    *-profile) launch_args "${1%-profile}" || return 2
+          "$py" scripts/update_profile.py overrides "$(folder_of "$1")/profile" ;;
     *) return 2 ;;
   esac
 }
@@ -117,6 +123,7 @@ follow() {  # follow SECONDS: progress until the started run ends or SECONDS pas
   if [ -f "$folder/resources.json" ] && grep -q '"returncode": 0' "$folder/resources.json"; then
     echo "$run finished: $folder.log"
     "$py" scripts/backbone_table.py "$folder"
+    [[ $run != *-profile ]] || "$py" scripts/update_profile.py table "$folder"/profile/*.json*
     return 0
   fi
   echo "$run failed: the end of $folder.log follows" >&2

@@ -67,6 +67,9 @@
 #               at zero): the adapters move the policy far, so a rollout-vs-trainer probability difference at
 #               scale-1's level (full fine-tuning, one GPU too) after 3+ updates says they reach vLLM;
 #               scripts/step_table.py prints it per step with the trainer's entropy (~8)
+#   RUN-profile RUN (not a checkpoint or resume) with verl's torch profiler on rank 0 during the second
+#               mini-batch of step 2's update (scripts/update_profile.py): its table adds where that mini-batch's
+#               GPU time went, by region and kind; the profiler slows the step it records, so time RUN itself
 #   7b, 8b      2 full-cap steps in one launch, no checkpoint: what the -ckpt and -resume pair already shows in
 #               two launches, so last (~13 each)
 # vLLM's compile cache is on (seal/config/seal_trainer.yaml): a node's first launch of a model compiles its
@@ -123,12 +126,16 @@ launch_args() {  # launch_args RUN: the experiment, then the overrides beside th
           trainer.save_freq=-1 "trainer.n_gpus_per_node=${run#scale-}" ;;
     lora) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=4 "${no_val[@]}" \
           trainer.save_freq=-1 trainer.n_gpus_per_node=1 "${lora[@]}" ;;
+    *-ckpt-profile|*-resume-profile|*-profile-profile) return 2 ;;
+    *-profile) launch_args "${run%-profile}" || return 2
+          "$py" scripts/update_profile.py overrides "$(folder_of "$run")/profile" ;;
     *) return 2 ;;
   esac
 }
 
 gpus_of() {  # gpus_of RUN: the GPUs its launch asks for
-  case "$1" in scale-*) echo "${1#scale-}" ;; lora) echo 1 ;; *) echo 4 ;; esac
+  local run=${1%-profile}
+  case "$run" in scale-*) echo "${run#scale-}" ;; lora) echo 1 ;; *) echo 4 ;; esac
 }
 
 node_gpus() { echo "${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)}"; }
@@ -175,7 +182,7 @@ check_run() {  # check_run RUN [BEFORE...]: it exists, its model is there, and t
     return 2
   }
   folder=$(folder_of "$run")
-  if [[ $run == 7b-tuned || $run == 7b-nocompile ]]; then
+  if [[ ${run%-profile} == 7b-tuned || ${run%-profile} == 7b-nocompile ]]; then
     local mib
     mib=$(gpu_mib)
     [ -z "$mib" ] || [ "$mib" -ge 122880 ] || {
@@ -263,6 +270,7 @@ report() {  # report RUN: its table (the 1.5B runs: the rollout-vs-trainer agree
   folder=$(folder_of "$run")
   "$py" scripts/backbone_table.py "$folder"
   [[ $run == lora || $run == scale-* ]] && "$py" scripts/step_table.py "$folder"
+  [[ $run == *-profile ]] && "$py" scripts/update_profile.py table "$folder"/profile/*.json*
   return 0
 }
 

@@ -26,8 +26,26 @@ from tests.support.script_module import load_script
 ROOT = Path(__file__).resolve().parents[2]
 sampler = load_script("resource_sampler")
 backbone_table = load_script("backbone_table")
-RUNS = ("3b", "3b-shaped", "3b-liger", "3b-offload-all", "7b-lora", "7b-lora-sdpa", "8b-lora", "7b-full")
-COMPOSED = {"3b-shaped", "3b-liger", "3b-offload-all", "7b-lora-sdpa", "8b-lora", "7b-full"}
+RUNS = (
+    "3b",
+    "3b-shaped",
+    "3b-liger",
+    "3b-liger-profile",
+    "3b-offload-all",
+    "7b-lora",
+    "7b-lora-sdpa",
+    "8b-lora",
+    "7b-full",
+)
+COMPOSED = {
+    "3b-shaped",
+    "3b-liger",
+    "3b-liger-profile",
+    "3b-offload-all",
+    "7b-lora-sdpa",
+    "8b-lora",
+    "7b-full",
+}
 """Between them every override the runs use (3b-shaped adds one to 3b's, 3b-liger three to 3b-shaped's,
 7b-lora-sdpa one and 8b-lora two to 7b-lora's); composing takes seconds each."""
 
@@ -141,6 +159,7 @@ echo "$*" >> {record}
 if [ "$1" = scripts/resource_sampler.py ]; then
   out=$3; mkdir -p "$(dirname "$out")"; echo '{{"returncode": 0}}' > "$out"
 fi
+[ "$1" = scripts/update_profile.py ] && [ "$2" = overrides ] && exec {python} "$@"
 exit 0
 """
 
@@ -151,11 +170,11 @@ def run_script(
     tmp_path.mkdir(parents=True, exist_ok=True)
     record = tmp_path / "commands.txt"
     python = tmp_path / "python"
-    python.write_text(STAND_IN.format(record=record))
+    python.write_text(STAND_IN.format(record=record, python=sys.executable))
     python.chmod(0o755)
     scripts = tmp_path / "work" / "scripts"
     scripts.mkdir(parents=True, exist_ok=True)
-    for name in ("gpu_backbone_runs.sh", "gpu_mode_cli.sh"):  # the script and the start it sources
+    for name in ("gpu_backbone_runs.sh", "gpu_mode_cli.sh", "update_profile.py"):  # and what it runs
         shutil.copy(ROOT / "scripts" / name, scripts / name)
     done = subprocess.run(
         ["bash", str(scripts / "gpu_backbone_runs.sh"), *args],
@@ -197,7 +216,15 @@ def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_pa
             assert actor.fsdp_config.param_offload and not actor.fsdp_config.optimizer_offload
             assert ref.fsdp_config.model_dtype == "bf16" and config.data.train_batch_size == 16
             assert config.actor_rollout_ref.rollout.n == 8 and config.data.max_response_length == 1152
-        if run == "3b-liger":  # 3b-shaped with Liger's two kernels and vLLM uncompiled
+        profiler = config.actor_rollout_ref.actor.profiler
+        assert profiler.enable is run.endswith("-profile")  # verl's torch profiler on the update
+        if profiler.enable:
+            assert str(profiler.save_path) == str(tmp_path / run / "work" / folder / "profile")
+            assert [c[:2] for c in commands if c[0] == "scripts/update_profile.py"] == [
+                ["scripts/update_profile.py", "overrides"],
+                ["scripts/update_profile.py", "table"],  # after the backbone table
+            ]
+        if run.startswith("3b-liger"):  # 3b-shaped with Liger's two kernels and vLLM uncompiled
             configure_attention(config)
             assert liger_uses(config) == (
                 "actor_rollout_ref.model.use_liger=true",

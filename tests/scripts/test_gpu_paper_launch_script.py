@@ -24,6 +24,7 @@ from tests.support.script_module import load_script
 ROOT = Path(__file__).resolve().parents[2]
 backbone_table = load_script("backbone_table")
 sampler = load_script("resource_sampler")
+update_profile = load_script("update_profile")
 AS_SHIPPED = {
     "actor_rollout_ref.model.path",
     "trainer.total_training_steps",
@@ -41,7 +42,7 @@ case "$1" in
     echo "${{CUDA_VISIBLE_DEVICES:-all}}" > "$(dirname "$out")/gpus"
     echo '{{"returncode": 0, "step_seen_s": {{"2": 300.0}}, "peak_gpu_used_gib": 70.1,' > "$out"
     echo '"peak_node_used_gib": 90.2}}' >> "$out" ;;
-  -) exec {python} "$@" ;;
+  -|scripts/update_profile.py) exec {python} "$@" ;;
 esac
 exit 0
 """
@@ -53,7 +54,7 @@ class Node:
     def __init__(self, tmp_path: Path) -> None:
         self.work, self.models = tmp_path / "work", tmp_path / "models"
         (self.work / "scripts").mkdir(parents=True)
-        for name in ("gpu_paper_launch.sh", "gpu_mode_cli.sh"):  # the script and the start it sources
+        for name in ("gpu_paper_launch.sh", "gpu_mode_cli.sh", "update_profile.py"):  # and what it runs
             shutil.copy(ROOT / "scripts" / name, self.work / "scripts")
         for name in ("qwen2.5-7b", "toolace-2-8b", "qwen2.5-coder-1.5b"):
             (self.models / name).mkdir(parents=True)
@@ -130,6 +131,13 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
         **fast,
         **decoder,
     }
+    profiled = overrides_of(node, "7b-liger-profile")
+    folder = node.folder("paper_7b_liger_profile")
+    added = dict(line.split("=", 1) for line in update_profile.profile_overrides(folder / "profile", 2, 2))
+    assert {k: v for k, v in profiled.items() if k not in AS_SHIPPED} == {**liger, **added}
+    assert profiled["trainer.experiment_name"] == folder.name
+    for unprofiled in ("7b-ckpt-profile", "7b-resume-profile", "7b-profile-profile", "13b-profile"):
+        assert node.run("show", unprofiled).returncode == 2, unprofiled
     assert overrides_of(node, "8b-resume")["trainer.experiment_name"] == "paper_8b_ckpt"  # resumes its folder
     assert overrides_of(node, "8b")["actor_rollout_ref.model.path"] == str(node.models / "toolace-2-8b")
     for gpus in ("1", "2", "4"):
@@ -155,6 +163,7 @@ def test_the_paper_s_launches_override_only_run_length_validation_and_checkpoint
         "7b-fast",
         "7b-liger",
         "7b-liger-decoder",
+        "7b-liger-profile",
     ],
 )
 def test_the_paper_s_launches_compose_and_pass_the_launch_checks(run, tmp_path):
@@ -173,7 +182,16 @@ def test_the_paper_s_launches_compose_and_pass_the_launch_checks(run, tmp_path):
     longest = config.data.max_prompt_length + config.data.max_response_length  # one micro-batch holds it
     assert config.actor_rollout_ref.actor.ppo_max_token_len_per_gpu >= longest
     assert config.actor_rollout_ref.model.use_liger is run.startswith("7b-liger")
-    uncompiled = ("7b-nocompile", "7b-fast", "7b-liger", "7b-liger-decoder")
+    profiler = config.actor_rollout_ref.actor.profiler  # rank 0's second update mini-batch of step 2 only
+    assert profiler.enable is run.endswith("-profile")
+    if profiler.enable:
+        assert (profiler.tool, list(profiler.ranks), list(config.global_profiler.steps)) == (
+            "torch",
+            [0],
+            [2],
+        )
+        assert not config.actor_rollout_ref.rollout.profiler.enable
+    uncompiled = ("7b-nocompile", "7b-fast", "7b-liger", "7b-liger-decoder", "7b-liger-profile")
     if run in uncompiled:  # what verl hands vLLM: a dict it writes as JSON
         rollout = omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
         assert rollout.engine_kwargs["vllm"]["compilation_config"] == {
