@@ -10,10 +10,12 @@ is derived from it: the same tokens, and a forward is a third of the FLOPs verl 
 so their MFU is the update's times update_actor / (3 x the phase's seconds). With several runs a last table
 sets them side by side at their last step (the GPUs read from the tokens, the step and the throughput:
 verl's throughput is per GPU): the scaling table of scripts/gpu_paper_launch.sh's scale-1/2/4 runs.
-A run of a shape with targets checks its last step against them: the 3B shape on one H100 (folders named
-backbone_3b...: step <= 110 s, start-up <= 180 s, >= 4,000 tokens/s/GPU) and the paper's 7B launch on four
-GPUs (paper_7b and its _shaped, _tuned, _nocompile, _fast and _nosync runs: step <= 180 s, start-up <= 240 s,
->= 2,500 tokens/s/GPU, update_actor MFU >= 40%). Other runs measure what fits; they have no targets.
+The GPUs a run was sampled on are named (the sampler's record), so that a table says which card its numbers
+are from. A run of a shape with targets checks its last step against them: the 3B shape on one H100 (folders
+named backbone_3b...: step <= 110 s, start-up <= 180 s, >= 4,000 tokens/s/GPU; a run on another card says
+so beside its verdict) and the paper's 7B launch on four GPUs (paper_7b and its _shaped, _tuned, _nocompile,
+_fast, _liger and _liger_decoder runs: step <= 180 s, start-up <= 240 s, >= 2,500 tokens/s/GPU,
+update_actor MFU >= 40%). Profiled runs (_profile) and the others measure; they have no targets.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ TARGETS = {
     "3B": {"step s": 110.0, "tokens/s/GPU": 4000.0, "start-up s": 180.0},
     "7B": {"step s": 180.0, "tokens/s/GPU": 2500.0, "MFU": 0.40, "start-up s": 240.0},
 }
+TARGET_CARDS = {"3B": "H100"}
+"""The card a shape's targets are set for, where they name one (the 7B's are for whichever four GPUs)."""
 TARGETED_RUNS = "backbone_3b"
 """The folders (scripts/gpu_backbone_runs.sh's 3b runs) whose steps the 3B targets are for."""
 TARGETED_7B = (
@@ -53,7 +57,8 @@ TARGETED_7B = (
     "paper_7b_tuned",
     "paper_7b_nocompile",
     "paper_7b_fast",
-    "paper_7b_nosync",
+    "paper_7b_liger",
+    "paper_7b_liger_decoder",
 )
 """The runs of scripts/gpu_paper_launch.sh that the 7B targets are for (its full-cap and timing runs)."""
 RESOURCES = "resources.json"
@@ -78,7 +83,10 @@ BESIDE = ("TransferQueue beside", "task runner", "transfer queue")
 
 
 def targets_of(run: Path) -> tuple[str, dict[str, float]] | None:
-    """The shape whose targets apply to `run` and those targets, or None."""
+    """The shape whose targets apply to `run` and those targets, or None (a profiled run: the profiler
+    slows the step it records)."""
+    if run.name.endswith("_profile"):
+        return None
     if run.name.startswith(TARGETED_RUNS):
         return "3B", TARGETS["3B"]
     if run.name in TARGETED_7B:
@@ -107,6 +115,20 @@ def run_table(run: Path) -> tuple[pd.DataFrame, dict[str, float]]:
         largest = found["peak_processes"][0] if found["peak_processes"] else {"rss_gib": float("nan")}
         summary["peak process RSS GiB"] = largest["rss_gib"]
     return table, summary
+
+
+def cards_of(run: Path) -> list[str]:
+    """The model of each GPU the run was sampled on; empty for a record from before the sampler kept them."""
+    resources = run / RESOURCES
+    return list(json.loads(resources.read_text()).get("gpu_names", [])) if resources.is_file() else []
+
+
+def card_note(shape: str, cards: list[str]) -> str:
+    """Where a shape's targets name a card and the run was on another: what to read its verdict as."""
+    wanted = TARGET_CARDS.get(shape)
+    if wanted is None or not cards or all(wanted in card for card in cards):
+        return ""
+    return f" (the targets are for the {wanted}; this ran on {', '.join(sorted(set(cards)))})"
 
 
 def startup_parts(run: Path, start_up: float | None) -> dict[str, float]:
@@ -183,12 +205,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{run}")
         print(table.to_string(float_format=number))
         print("  ".join(f"{name} {value:,.1f}" for name, value in summary.items()) or "(no resources.json)")
+        cards = cards_of(run)
+        if cards:
+            print(f"GPUs: {len(cards)} x {', '.join(sorted(set(cards)))}")
         parts = startup_parts(run, summary.get("start-up s"))
         if parts:
             print("start-up parts s: " + "  ".join(f"{name} {value:,.1f}" for name, value in parts.items()))
         shape = targets_of(run)
         if shape is not None:
-            print(f"{shape[0]} targets at step {table.index[-1]}: {verdict(table, summary, shape[1])}")
+            note = card_note(shape[0], cards)
+            print(f"{shape[0]} targets at step {table.index[-1]}: {verdict(table, summary, shape[1])}{note}")
     if len(measured) > 1:
         print(f"\nside by side\n{side_by_side(measured).to_string(float_format=number)}")
     return 0

@@ -10,9 +10,10 @@ watches), every process's resident set (pinned host memory is resident: it count
 runs side by side on one node each count their own); it prints a progress line every `--every`
 seconds. The command's output passes through it unchanged, and the moment each landmark of the start-up first
 appears there is kept (LANDMARKS: the launcher's record, Ray, and the log lines of verl's trainer set-up).
-At the end (or on SIGINT/SIGTERM, which it passes to the command) it writes the peaks, the landmarks and the
-time each step's line appeared in the metrics files to `--out`, the samples to the same name with `.csv`,
-and exits with the command's status. scripts/backbone_table.py turns it and the metrics into the tables.
+At the end (or on SIGINT/SIGTERM, which it passes to the command) it writes the peaks, the landmarks, the
+time each step's line appeared in the metrics files and the model of each GPU it sampled to `--out`, the
+samples to the same name with `.csv`, and exits with the command's status. scripts/backbone_table.py turns
+it and the metrics into the tables.
 """
 
 from __future__ import annotations
@@ -80,12 +81,22 @@ class GpuMemory:
         except Exception:  # no NVML library or no driver: fall back below
             self.nvml = None
 
+    def names(self) -> list[str]:
+        """The model of each GPU the command sees ("NVIDIA H200"): what a run's numbers were measured on."""
+        if self.nvml is not None:
+            return [str(self.nvml.nvmlDeviceGetName(h)) for h in self.handles]
+        return self._query("name")
+
     def used_gib(self) -> list[float]:
         if self.nvml is not None:
             return [self.nvml.nvmlDeviceGetMemoryInfo(h).used / GIB for h in self.handles]
+        return [float(used) / 1024 for used in self._query("memory.used")]
+
+    def _query(self, field: str) -> list[str]:
+        """nvidia-smi's `field` for each GPU the command sees; empty where nvidia-smi cannot answer."""
         try:
             out = subprocess.run(
-                ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                ["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader,nounits"],
                 capture_output=True,
                 text=True,
                 timeout=10,
@@ -93,8 +104,8 @@ class GpuMemory:
             ).stdout
         except (OSError, subprocess.SubprocessError):
             return []
-        used = [float(line) / 1024 for line in out.split()]
-        return [used[i] for i in visible_gpus(len(used), self.visible)]
+        rows = [line.strip() for line in out.splitlines() if line.strip()]
+        return [rows[i] for i in visible_gpus(len(rows), self.visible)]
 
 
 def process_rss() -> dict[int, tuple[float, str]]:
@@ -203,6 +214,7 @@ def sample_loop(child: subprocess.Popen, args: argparse.Namespace, start: float)
         "peak_node_used_gib": round(peaks["node_used_gib"], 2),
         "node_total_gib": round(psutil.virtual_memory().total / GIB, 2),
         "peak_gpu_used_gib": round(peaks["gpu_used_gib"], 2),
+        "gpu_names": gpus.names(),
         "peak_processes": [
             {"pid": pid, "rss_gib": round(rss, 2), "command": label} for pid, (rss, label) in top
         ],

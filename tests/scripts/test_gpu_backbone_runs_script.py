@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,7 @@ def test_the_sampler_records_the_child_s_memory_its_steps_and_its_exit(tmp_path,
     assert b"[sampler]" in progress
     found = json.loads(out.read_text())
     assert found["returncode"] == 3 and set(found["step_seen_s"]) == {"1", "2"}
+    assert found["gpu_names"] == sampler.GpuMemory().names()  # the cards the numbers are from
     assert found["step_seen_s"]["1"] < found["step_seen_s"]["2"] <= found["wall_s"]
     landmarks = found["landmarks_s"]
     assert set(landmarks) == {"launcher", "task runner", "transfer queue", "data loaders"}
@@ -304,3 +306,79 @@ def test_wait_says_a_run_still_going_and_gives_back_control(tmp_path):
 def test_the_sampler_counts_only_the_gpus_its_command_sees(visible, expected):
     # runs side by side on one node each sample their own GPUs; names it cannot number leave the node's
     assert sampler.visible_gpus(4, visible) == expected
+
+
+class FakeNvml:
+    """NVML on a node of two H100s and two H200s: names and used memory by index."""
+
+    MODELS = ("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA H200", "NVIDIA H200")
+
+    @staticmethod
+    def nvmlInit() -> None:
+        return None
+
+    @classmethod
+    def nvmlDeviceGetCount(cls) -> int:
+        return len(cls.MODELS)
+
+    @staticmethod
+    def nvmlDeviceGetHandleByIndex(index: int) -> int:
+        return index
+
+    @classmethod
+    def nvmlDeviceGetName(cls, handle: int) -> str:
+        return cls.MODELS[handle]
+
+    @staticmethod
+    def nvmlDeviceGetMemoryInfo(handle: int):
+        return types.SimpleNamespace(used=(handle + 1) * sampler.GIB)
+
+
+def test_the_sampler_names_the_gpus_its_command_sees(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,2")
+    gpus = sampler.GpuMemory()
+    assert gpus.names() == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"] and gpus.used_gib() == [2.0, 3.0]
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML: nvidia-smi's answer, or none without it
+    monkeypatch.setattr(sampler.subprocess, "run", lambda *a, **k: types.SimpleNamespace(stdout="A\nB\nC\n"))
+    assert sampler.GpuMemory().names() == ["B", "C"]
+
+
+@pytest.mark.parametrize(
+    ("folder", "cards", "line"),
+    [
+        ("backbone_3b_shaped", ["NVIDIA H200"], "(the targets are for the H100; this ran on NVIDIA H200)"),
+        ("backbone_3b_shaped", ["NVIDIA H100 80GB HBM3"], "start-up s ok\n"),
+        ("backbone_3b_shaped", None, "start-up s ok\n"),  # a record from before the sampler named cards
+        ("backbone_3b_liger_profile", ["NVIDIA H100 80GB HBM3"], None),  # profiled: no verdict
+        ("paper_7b_liger", ["NVIDIA H200"] * 4, "7B targets at step 2:"),  # the 7B's name no card
+    ],
+)
+def test_the_table_names_the_cards_and_reads_a_verdict_against_its_card(
+    folder, cards, line, tmp_path, capsys
+):
+    run = tmp_path / folder
+    (run / "metrics").mkdir(parents=True)
+    data = {"timing_s/step": 100.0, "perf/throughput": 9000.0, "perf/mfu/actor": 0.41}
+    (run / "metrics" / "launch.jsonl").write_text(
+        "".join(json.dumps({"step": step, "data": data}) + "\n" for step in (1, 2))
+    )
+    resources = {
+        "step_seen_s": {"1": 200.0, "2": 300.0},
+        "peak_gpu_used_gib": 70.0,
+        "peak_node_used_gib": 60.0,
+        "node_total_gib": 116.0,
+        "peak_processes": [],
+    }
+    if cards is not None:
+        resources["gpu_names"] = cards
+    (run / "resources.json").write_text(json.dumps(resources))
+    assert backbone_table.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert ("GPUs: " in out) is (cards is not None)
+    if cards:
+        assert f"GPUs: {len(cards)} x {cards[0]}" in out
+    if line is None:
+        assert "targets" not in out
+    else:
+        assert line in out and out.count("targets at step 2") == 1
