@@ -184,7 +184,7 @@ def test_start_returns_at_once_and_the_driver_goes_on_in_its_own_session(tmp_pat
     while not pid_file.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     pid = int(pid_file.read_text())
-    assert os.getsid(pid) == pid  # setsid: the lent machine's end of a call does not end it
+    assert os.getsid(pid) == pid  # setsid: the launch outlives the shell that started it
     while (work / "experiments" / "learn_vanilla_s3" / "trained.json").exists() is False:
         assert time.monotonic() < deadline
         time.sleep(0.1)
