@@ -205,7 +205,10 @@ def window_rows(kernels: list[Kernel]) -> list[tuple[str, float, str]]:
     talk = merged((k.start, k.end) for k in kernels if k.kind == "communication")
     work = merged((k.start, k.end) for k in kernels if k.kind != "communication")
     exposed = uncovered(talk, work)
-    share = lambda part: f"{part / wall:.1%}" if wall else "-"  # noqa: E731
+
+    def share(part: float) -> str:
+        return f"{part / wall:.1%}" if wall else "-"
+
     return [
         ("window (first kernel to last)", wall / MICROSECONDS, "100.0%"),
         ("GPU busy (any kernel running)", busy / MICROSECONDS, share(busy)),
