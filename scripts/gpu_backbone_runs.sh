@@ -54,8 +54,6 @@ state=experiments/.backbone_run
 timed=(trainer.val_before_train=false trainer.test_freq=-1 trainer.save_freq=-1 "trainer.logger=[console,file]")
 one_step_of_16=(trainer.total_training_steps=1 data.train_batch_size=16 data.max_response_length=1152)
 single=(trainer.n_gpus_per_node=1)
-liger_kernels=(actor_rollout_ref.model.use_liger=true actor_rollout_ref.model.fused_kernel_options.impl_backend=liger)
-no_compile=+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config={mode:0,cudagraph_mode:FULL_DECODE_ONLY}
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.actor.fsdp_config.param_offload=true actor_rollout_ref.rollout.load_format=safetensors
       actor_rollout_ref.actor.strategy=fsdp2 actor_rollout_ref.actor.fsdp_config.strategy=fsdp2

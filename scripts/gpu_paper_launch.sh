@@ -33,10 +33,10 @@
 #               and their times are in the launch's log); its table checks the 7B targets (9, measured)
 #   7b-tuned    7b-shaped with the speed settings to try against the targets, which leave the algorithm as
 #               it is: the update without gradient checkpointing (verl's default recomputes each layer's forward
-#               in the backward: a third more compute than its MFU counts, so 42% is its ceiling at the 7B
-#               shape) on packed micro-batches of up to 10,240 tokens (the shaped run's longest sequence is
-#               9,344; every layer's activations, 6.0 MiB a token, stay: 99 GiB of an H200 by
-#               scripts/memory_plan.py --parts 7b-4h200-tuned, more than an H100 has); the forward-only phases on
+#               in the backward: a third more compute than its MFU counts) on packed micro-batches of up to
+#               10,240 tokens (the shaped run's longest sequence is 9,344; every layer's activations, 6.0 MiB a
+#               token, stay: 99 GiB of an H200 by scripts/memory_plan.py --parts 7b-4h200-tuned, more than an
+#               H100 has); the forward-only phases on
 #               32,768-token micro-batches; the reference model held in bf16, the precision its forward
 #               computes in anyway (verl keeps a forward-only model's parameters on the host whatever its
 #               param_offload says, and streams them for every micro-batch: 16-23% MFU on 4 H200; bf16 and
@@ -91,8 +91,6 @@ ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 7b-fast 7b-liger 7b-lig
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
 forward_only=(actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=32768
               actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16)
-no_compile=+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config={mode:0,cudagraph_mode:FULL_DECODE_ONLY}
-liger_kernels=(actor_rollout_ref.model.use_liger=true actor_rollout_ref.model.fused_kernel_options.impl_backend=liger)
 vllm_timings=+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_LOGGING_LEVEL=INFO  # logs only: vLLM's start-up lines
 lora=(actor_rollout_ref.model.lora_rank=64 actor_rollout_ref.model.lora_alpha=128
       actor_rollout_ref.rollout.load_format=safetensors actor_rollout_ref.actor.strategy=fsdp2
