@@ -17,10 +17,10 @@
 #                   trajectory one reply to the 4,096-token cap)
 #   3b-shaped       the same with data.max_response_length=1152: a step holding the tokens a trained model's does
 #                   (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average)
-#   3b-liger        3b-shaped with Liger's kernels (actor_rollout_ref.model.use_liger and the log-probs'
-#                   fused_kernel_options.impl_backend=liger; needs liger-kernel) and vLLM without torch.compile
-#                   (compilation mode 0, full CUDA graphs for decoding only): the 3B's step and start-up targets
-#                   (measured on one H200 as shipped: step 108.2 s, start-up 245.7 s with vLLM compiling)
+#   3b-liger        3b-shaped with Liger's decoder kernels (actor_rollout_ref.model.use_liger; needs
+#                   liger-kernel) and vLLM without torch.compile (compilation mode 0, full CUDA graphs for
+#                   decoding only): the 3B's step and start-up targets (one H200: step 94.2 s, start-up 205.1 s;
+#                   3b-shaped as shipped: 108.2 s and 245.7 s with vLLM compiling)
 #   3b-offload-all  SEAL_3B with the actor's param and optimizer offload, fp32 reference: the run Ray killed
 #   7b-lora         exp/SEAL.yaml on one GPU with verl's LoRA (rank 64), 1 step of 16 x 8, on $MODELS/qwen2.5-7b;
 #                   vLLM reads the base from the model folder (load_format=safetensors) and only the adapters
@@ -64,7 +64,7 @@ launch_args() {  # launch_args RUN: the launcher's arguments, one per line
     3b) printf '%s\n' exp/SEAL_3B_1gpu.yaml "actor_rollout_ref.model.path=$models/qwen2.5-3b" \
           trainer.total_training_steps=2 ;;
     3b-shaped) launch_args 3b; echo data.max_response_length=1152 ;;
-    3b-liger) launch_args 3b-shaped; printf '%s\n' "${liger_kernels[@]}" "$no_compile" ;;
+    3b-liger) launch_args 3b-shaped; printf '%s\n' "$liger_decoder" "$no_compile" ;;
     3b-offload-all) printf '%s\n' exp/SEAL_3B.yaml "actor_rollout_ref.model.path=$models/qwen2.5-3b" \
           trainer.total_training_steps=2 "${single[@]}" actor_rollout_ref.actor.fsdp_config.param_offload=true \
           actor_rollout_ref.actor.fsdp_config.optimizer_offload=true ;;

@@ -50,12 +50,13 @@
 #               7b-nocompile's: every 7B target in one run, 66 GiB a GPU by scripts/memory_plan.py --parts
 #               7b-4h200-fast, so an H100 holds it too (7b-4gpu-fast). Its update took as long as 7b-shaped's:
 #               the count of micro-batches is not what the update spends (9, measured)
-#   7b-liger    7b-fast with Liger's kernels (seal/trainer/launch/liger.py): the decoder's RMSNorm, SwiGLU and
-#               RoPE (actor_rollout_ref.model.use_liger; 13% off one micro-batch's forward and backward at the
-#               7B's shape on an H200, scripts/bench_packed_attention.py --liger) and the log-probs' fused
-#               linear cross-entropy (fused_kernel_options.impl_backend=liger, instead of verl's loop over
-#               512-token chunks); needs liger-kernel (~9)
-#   7b-liger-decoder   7b-liger without the log-probs' kernel: what the decoder's kernels alone give (~9)
+#   7b-liger-decoder   7b-fast with Liger's RMSNorm, SwiGLU and RoPE kernels in the decoder
+#               (actor_rollout_ref.model.use_liger, seal/trainer/launch/liger.py; 13-17% off one micro-batch's
+#               forward and backward on an H200, scripts/bench_packed_attention.py --liger): every 7B target
+#               in one run, the update at 40.9% MFU. The log-probs' Liger kernel
+#               (fused_kernel_options.impl_backend=liger) is left out: on Hopper liger-kernel 0.8.5 runs it
+#               with NVIDIA's CuTe DSL, which the kit does not carry, and the launcher refuses it without
+#               (9, measured)
 #   8b-ckpt, 8b-resume, 8b-shaped   the same for ToolACE-2-8B with its config as shipped, exp/SEAL_ToolACE.yaml
 #               (Table 4 with the python_list protocol and a 9,216-token prompt budget) (13, 11, measured; ~10)
 #   scale-1, scale-2, scale-4   exp/learn_qwen_seal.yaml on $CODER (Qwen2.5-Coder-1.5B-Instruct, real weights)
@@ -87,7 +88,7 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # the tables read the runs with seal
 state=experiments/.paper_launch
 checkpoint_gib=${CHECKPOINT_GIB:-110}  # the free space a -ckpt run asks for (the 8B's checkpoint: 96 GB)
-ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 7b-fast 7b-liger 7b-liger-decoder 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
+ORDER=(7b-ckpt 7b-resume 7b-shaped 7b-tuned 7b-nocompile 7b-fast 7b-liger-decoder 8b-ckpt 8b-resume 8b-shaped scale-1 scale-2 scale-4 lora 7b 8b)
 no_val=(trainer.val_before_train=false trainer.test_freq=-1)
 forward_only=(actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=32768
               actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=32768 actor_rollout_ref.ref.fsdp_config.model_dtype=bf16)
@@ -118,8 +119,7 @@ launch_args() {  # launch_args RUN: the experiment, then the overrides beside th
     7b-nocompile) launch_args 7b-tuned; echo "$no_compile" ;;
     7b-fast) launch_args 7b-shaped; printf '%s\n' actor_rollout_ref.actor.ppo_max_token_len_per_gpu=49152 \
           "${forward_only[@]}" "$no_compile" ;;
-    7b-liger) launch_args 7b-fast; printf '%s\n' "${liger_kernels[@]}" ;;
-    7b-liger-decoder) launch_args 7b-fast; echo "${liger_kernels[0]}" ;;
+    7b-liger-decoder) launch_args 7b-fast; echo "$liger_decoder" ;;
     scale-[124]) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=3 "${no_val[@]}" \
           trainer.save_freq=-1 "trainer.n_gpus_per_node=${run#scale-}" ;;
     lora) printf '%s\n' exp/learn_qwen_seal.yaml trainer.total_training_steps=4 "${no_val[@]}" \

@@ -47,7 +47,7 @@ COMPOSED = {
     "8b-lora",
     "7b-full",
 }
-"""Between them every override the runs use (3b-shaped adds one to 3b's, 3b-liger three to 3b-shaped's,
+"""Between them every override the runs use (3b-shaped adds one to 3b's, 3b-liger two to 3b-shaped's,
 7b-lora-sdpa one and 8b-lora two to 7b-lora's); composing takes seconds each."""
 
 CHILD = """
@@ -226,12 +226,9 @@ def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_pa
                 ["scripts/update_profile.py", "overrides"],
                 ["scripts/update_profile.py", "table"],  # after the backbone table
             ]
-        if run.startswith("3b-liger"):  # 3b-shaped with Liger's two kernels and vLLM uncompiled
+        if run.startswith("3b-liger"):  # 3b-shaped with Liger's decoder kernels and vLLM uncompiled
             configure_attention(config)
-            assert liger_uses(config) == (
-                "actor_rollout_ref.model.use_liger=true",
-                "actor_rollout_ref.model.fused_kernel_options.impl_backend=liger",
-            )
+            assert liger_uses(config) == ("actor_rollout_ref.model.use_liger=true",)
             rollout = omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
             assert rollout.engine_kwargs["vllm"]["compilation_config"] == {
                 "mode": 0,
@@ -351,7 +348,7 @@ def test_the_sampler_names_the_gpus_its_command_sees(monkeypatch):
         ("backbone_3b_shaped", ["NVIDIA H100 80GB HBM3"], "start-up s ok\n"),
         ("backbone_3b_shaped", None, "start-up s ok\n"),  # a record from before the sampler named cards
         ("backbone_3b_liger_profile", ["NVIDIA H100 80GB HBM3"], None),  # profiled: no verdict
-        ("paper_7b_liger", ["NVIDIA H200"] * 4, "7B targets at step 2:"),  # the 7B's name no card
+        ("paper_7b_liger_decoder", ["NVIDIA H200"] * 4, "7B targets at step 2:"),  # the 7B's name no card
     ],
 )
 def test_the_table_names_the_cards_and_reads_a_verdict_against_its_card(

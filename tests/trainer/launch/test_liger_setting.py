@@ -1,5 +1,6 @@
 """Liger's kernels through verl's keys: which settings ask for them, the one-line refusal where liger-kernel
-does not import (importability monkeypatched), the launcher's refusal before anything starts, and the plan."""
+(or, for the log-probs' kernel, NVIDIA's CuTe DSL) does not import (importability monkeypatched), the
+launcher's refusal before anything starts, and the plan."""
 
 from __future__ import annotations
 
@@ -46,6 +47,16 @@ def liger(monkeypatch):
     monkeypatch.setitem(sys.modules, "liger_kernel", ModuleType("liger_kernel"))
 
 
+@pytest.fixture
+def no_cute_dsl(liger, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cutlass", None)
+
+
+@pytest.fixture
+def cute_dsl(liger, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cutlass", ModuleType("cutlass"))
+
+
 def test_the_shipped_config_takes_no_liger_kernel_and_needs_none(config, no_liger):
     assert liger_uses(config) == ()
     assert liger_problem(config) is None
@@ -72,13 +83,27 @@ def test_the_log_prob_backend_counts_only_where_verls_fused_kernels_run(config, 
     assert liger_uses(config) == () and liger_problem(config) is None
 
 
-def test_where_liger_kernel_imports_nothing_is_refused_and_the_plan_says_what_runs(config, liger):
+def test_where_liger_kernel_and_the_cute_dsl_import_nothing_is_refused_and_the_plan_says_what_runs(
+    config, cute_dsl
+):
     model = config.actor_rollout_ref.model
     model.use_liger = True
     model.fused_kernel_options.impl_backend = "liger"
     assert liger_problem(config) is None
     row = attention_row(config, configure_attention(config))[1]
     assert row.endswith(f"Liger's kernels: {USE_LIGER}, {LIGER_BACKEND}")
+
+
+def test_the_log_prob_kernel_without_the_cute_dsl_is_refused_and_the_decoders_kernels_are_not(
+    config, no_cute_dsl
+):
+    model = config.actor_rollout_ref.model
+    model.use_liger = True
+    assert liger_problem(config) is None
+    model.fused_kernel_options.impl_backend = "liger"
+    problem = liger_problem(config)
+    assert problem.startswith(f"{LIGER_BACKEND} needs NVIDIA's CUTLASS Python DSL, which does not import")
+    assert "liger-kernel[cutedsl]" in problem and "\n" not in problem
 
 
 def test_a_gpu_launch_without_liger_kernel_is_refused_in_one_line_before_anything_starts(
