@@ -56,7 +56,7 @@
 #               in one run, the update at 40.9% MFU. The log-probs' Liger kernel
 #               (fused_kernel_options.impl_backend=liger) is left out: on Hopper liger-kernel 0.8.5 runs it
 #               with NVIDIA's CuTe DSL, which the kit does not carry, and the launcher refuses it without
-#               (9, measured)
+#               (8, measured)
 #   8b-ckpt, 8b-resume, 8b-shaped   the same for ToolACE-2-8B with its config as shipped, exp/SEAL_ToolACE.yaml
 #               (Table 4 with the python_list protocol and a 9,216-token prompt budget) (13, 11, measured; ~10)
 #   scale-1, scale-2, scale-4   exp/learn_qwen_seal.yaml on $CODER (Qwen2.5-Coder-1.5B-Instruct, real weights)
