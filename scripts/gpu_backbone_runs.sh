@@ -19,8 +19,9 @@
 #                   (ground-truth episodes: 5,081 prompt + 1,149 response tokens on average)
 #   3b-liger        3b-shaped with Liger's decoder kernels (actor_rollout_ref.model.use_liger; needs
 #                   liger-kernel) and vLLM without torch.compile (compilation mode 0, full CUDA graphs for
-#                   decoding only): the 3B's step and start-up targets (one H200: step 94.2 s, start-up 205.1 s;
-#                   3b-shaped as shipped: 108.2 s and 245.7 s with vLLM compiling)
+#                   decoding only): the 3B's step and start-up targets (one H100: step 100.5 s, start-up 191.3 s,
+#                   peak GPU 79.0 GiB; one H200: 94.2 s and 205.1 s; 3b-shaped as shipped on an H100: 126.1 s and
+#                   321 s)
 #   3b-offload-all  SEAL_3B with the actor's param and optimizer offload, fp32 reference: the run Ray killed
 #   7b-lora         exp/SEAL.yaml on one GPU with verl's LoRA (rank 64), 1 step of 16 x 8, on $MODELS/qwen2.5-7b;
 #                   vLLM reads the base from the model folder (load_format=safetensors) and only the adapters
