@@ -77,22 +77,24 @@ class AttentionChoice:
         return (LOGPROBS_MODULE,) if self.kernel == SDPA else ()
 
 
-def flash_attn_imports() -> bool:
-    """Whether the flash-attn package imports here (a wheel built for another torch fails to)."""
+def module_imports(name: str) -> bool:
+    """Whether module `name` imports here: a kernel package built for another torch, or missing one of its
+    own dependencies, fails to."""
     try:
-        importlib.import_module("flash_attn")
+        importlib.import_module(name)
     except ImportError:
         return False
     return True
+
+
+def flash_attn_imports() -> bool:
+    """Whether the flash-attn package imports here."""
+    return module_imports("flash_attn")
 
 
 def torch_varlen_available() -> bool:
     """Whether this torch has `torch.nn.attention.varlen` (torch 2.10 and later)."""
-    try:
-        importlib.import_module("torch.nn.attention.varlen")
-    except ImportError:
-        return False
-    return True
+    return module_imports("torch.nn.attention.varlen")
 
 
 def choose_attention(config: DictConfig) -> AttentionChoice:

@@ -19,8 +19,9 @@ The launcher checks both before Ray starts, as it checks the attention kernel.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from seal.trainer.launch.kernel import module_imports
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -29,13 +30,10 @@ LIGER_MODULE = "liger_kernel"
 CUTE_DSL_MODULE = "cutlass"
 """What liger-kernel's CuTe DSL kernels import (its `ops/cutedsl/ops/__init__.py` refuses without it)."""
 LIGER_BACKEND = "liger"
+BACKEND_SETTING = f"actor_rollout_ref.model.fused_kernel_options.impl_backend={LIGER_BACKEND}"
+"""The key=value that takes Liger's fused linear cross-entropy for the log-probs."""
 LIGER_PIN = "liger-kernel==0.8.5"
 """The release `install.sh --gpu` and the offline GPU kit install (scripts/gpu_wheels.txt)."""
-
-
-def backend_setting() -> str:
-    """The key=value that takes Liger's fused linear cross-entropy for the log-probs."""
-    return f"actor_rollout_ref.model.fused_kernel_options.impl_backend={LIGER_BACKEND}"
 
 
 def liger_uses(config: DictConfig) -> tuple[str, ...]:
@@ -46,17 +44,8 @@ def liger_uses(config: DictConfig) -> tuple[str, ...]:
         uses.append("actor_rollout_ref.model.use_liger=true")
     options = model.get("fused_kernel_options") or {}
     if model.get("use_fused_kernels") and options.get("impl_backend") == LIGER_BACKEND:
-        uses.append(backend_setting())
+        uses.append(BACKEND_SETTING)
     return tuple(uses)
-
-
-def imports(module: str) -> bool:
-    """Whether `module` imports here (liger-kernel needs triton, which comes with torch's CUDA builds)."""
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
 
 
 def liger_problem(config: DictConfig) -> str | None:
@@ -64,14 +53,14 @@ def liger_problem(config: DictConfig) -> str | None:
     uses = liger_uses(config)
     if not uses:
         return None
-    if not imports(LIGER_MODULE):
+    if not module_imports(LIGER_MODULE):  # it needs triton, which torch's CUDA builds bring
         return (
             f"{' and '.join(uses)} need{'s' if len(uses) == 1 else ''} liger-kernel, which does not import "
             f"here: install it ({LIGER_PIN}; bash install.sh --gpu does) or drop the setting"
         )
-    if backend_setting() in uses and not imports(CUTE_DSL_MODULE):
+    if BACKEND_SETTING in uses and not module_imports(CUTE_DSL_MODULE):
         return (
-            f"{backend_setting()} needs NVIDIA's CUTLASS Python DSL, which does not import here: "
+            f"{BACKEND_SETTING} needs NVIDIA's CUTLASS Python DSL, which does not import here: "
             "liger-kernel runs it on Hopper GPUs as a CuTe DSL kernel (elsewhere as verl's own 512-token "
             "loop); install 'liger-kernel[cutedsl]' or drop the setting (use_liger alone speeds the decoder)"
         )
