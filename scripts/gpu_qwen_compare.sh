@@ -11,6 +11,12 @@
 #   bash scripts/gpu_qwen_compare.sh wait [S]                     # until the driver ends or S s (540) pass
 #   bash scripts/gpu_qwen_compare.sh pack FILE                    # results without checkpoints, one .tar.gz
 #   bash scripts/gpu_qwen_compare.sh stop                         # end the driver and what it started
+#   bash scripts/gpu_qwen_compare.sh starts MODEL_DIR SPEC...     # SFT starts side by side, each then scored
+# SPEC of `starts`: NAME@GPUS[+OVERRIDE...], e.g. `g2@0,1 g1@2 g1_noinit@3+sft.init_untrained_tokens=false`: the
+# SFT start of exp/sft_qwen.yaml (experiment sft_qwen_NAME; SFT_STEPS steps when set) trained on those GPUs, all
+# specs at once; then each start, served on its first GPU, gets its greedy val and 8 samples at temperature 1 of
+# the 64 train tasks the arms of seed 1 draw, and one line in experiments/qwen/starts.jsonl (val, mixed share,
+# pass@1, pass@8, per category, the card, the phases' seconds).
 # SEEDS: none by default (base, SFT and its evaluation only). ARMS (default "seal vanilla"; add full_loop for
 # exp/learn_qwen_full_loop.yaml) are trained two at a time, the first on GPUs 0-1, the second on GPUs 2-3.
 # SFT_STEP picks the SFT checkpoint the arms start from (default: the saved step with the best greedy val,
@@ -26,24 +32,106 @@ window=16384  # Table 4's max_model_len: the evaluations read the window the arm
 
 log() { echo "$(date -u +%H:%M:%S) $*"; }
 
-evaluate() {  # evaluate MODEL NAME SPLIT GPU: vLLM on that GPU, then `seal eval` greedy into $state/eval_NAME_SPLIT
-  local model=$1 name=$2 split=$3 gpu=$4 port=$((8100 + $4)) dest="$state/eval_$2_$3" server status
-  [ -f "$dest/summary.json" ] && { log "eval $name $split: done already"; return 0; }
-  log "eval $name $split: vLLM on GPU $gpu (log $dest.vllm.log)"
-  CUDA_VISIBLE_DEVICES=$gpu "$py" -m vllm.entrypoints.openai.api_server --model "$model" --served-model-name "$name" \
-    --port "$port" --gpu-memory-utilization 0.85 --max-model-len "$window" --seed 0 --generation-config vllm > "$dest.vllm.log" 2>&1 &
+serve() {  # serve MODEL NAME GPU LOG: vLLM on that GPU at port 8100+GPU, as the arms' rollouts sample; sets `server`
+  CUDA_VISIBLE_DEVICES=$3 "$py" -m vllm.entrypoints.openai.api_server --model "$1" --served-model-name "$2" \
+    --port $((8100 + $3)) --gpu-memory-utilization 0.85 --max-model-len "$window" --seed 0 --generation-config vllm \
+    > "$4" 2>&1 &
   server=$!
   for _ in $(seq 600); do
-    curl -sf "http://127.0.0.1:$port/v1/models" > /dev/null && break
-    kill -0 $server 2>/dev/null || { log "eval $name $split: the vLLM server died ($dest.vllm.log)"; return 1; }
+    curl -sf "http://127.0.0.1:$((8100 + $3))/v1/models" > /dev/null && return 0
+    kill -0 $server 2>/dev/null || { log "$2: the vLLM server died ($4)"; return 1; }
     sleep 1
   done
-  "$py" -m seal.cli eval --base-url "http://127.0.0.1:$port/v1" --model "$name" --split "$split" --out "$dest" \
-    --concurrency 50 --official --max-model-len "$window" --tokenizer "$model" > "$dest.log" 2>&1
+}
+
+score() {  # score MODEL NAME GPU DEST [seal eval options]: `seal eval` of the model served on GPU into DEST
+  local model=$1 name=$2 gpu=$3 dest=$4
+  shift 4
+  "$py" -m seal.cli eval --base-url "http://127.0.0.1:$((8100 + gpu))/v1" --model "$name" --out "$dest" \
+    --official --max-model-len "$window" --tokenizer "$model" "$@" > "$dest.log" 2>&1
+}
+
+evaluate() {  # evaluate MODEL NAME SPLIT GPU: vLLM on that GPU, then `seal eval` greedy into $state/eval_NAME_SPLIT
+  local model=$1 name=$2 split=$3 gpu=$4 dest="$state/eval_$2_$3" server status
+  [ -f "$dest/summary.json" ] && { log "eval $name $split: done already"; return 0; }
+  log "eval $name $split: vLLM on GPU $gpu (log $dest.vllm.log)"
+  serve "$model" "$name" "$gpu" "$dest.vllm.log" || return 1
+  score "$model" "$name" "$gpu" "$dest" --split "$split" --concurrency 50
   status=$?
   kill $server 2>/dev/null; wait $server 2>/dev/null
   log "eval $name $split: exit $status ($dest.log)"
   return $status
+}
+
+drawn_tasks() {  # drawn_tasks SEED: the 64 train tasks an arm of that seed trains on (verl's draw: data.shuffle,
+  # data.train_max_samples 64, data.seed), comma-separated
+  "$py" -c 'import sys, numpy as np; from seal.bfcl.tasks import split_ids; t = split_ids("train")
+print(",".join(t[i] for i in sorted(np.random.default_rng(int(sys.argv[1])).choice(len(t), 64, replace=False))))' "$1"
+}
+
+train_start() {  # train_start NAME GPUS [OVERRIDE...]: exp/sft_qwen.yaml on those GPUs as experiment sft_qwen_NAME
+  local name=$1 gpus=$2 began=$SECONDS exp="sft_qwen_$1" steps=()
+  shift 2
+  [ -f "experiments/$exp/trained.json" ] && { log "$exp: trained already"; return 0; }
+  [ -n "${SFT_STEPS:-}" ] && steps=(trainer.total_training_steps="$SFT_STEPS" trainer.save_freq="$SFT_STEPS")
+  log "$exp: on GPUs $gpus (log $state/$exp.log)"
+  CUDA_VISIBLE_DEVICES=$gpus "$py" launcher.py --conf exp/sft_qwen.yaml -- model.path="$model" \
+    trainer.experiment_name="$exp" trainer.n_gpus_per_node=$(($(tr -cd , <<< "$gpus" | wc -c) + 1)) "${steps[@]}" "$@" \
+    > "$state/$exp.log" 2>&1
+  local status=$?
+  echo $((SECONDS - began)) > "$state/$exp.train_s"
+  log "$exp: exit $status after $((SECONDS - began)) s"
+}
+
+score_start() {  # score_start NAME GPUS [OVERRIDE...]: greedy val and 8 samples of seed 1's train draw, one line
+  local name=$1 gpus=$2 exp="sft_qwen_$1" began=$SECONDS folder gpu status
+  shift 2
+  gpu=${gpus%%,*}
+  folder=$(ls -d "experiments/$exp"/checkpoints/global_step_*/huggingface 2>/dev/null | sort -V | tail -1)
+  [ -n "$folder" ] || { log "$exp: no checkpoint to score ($state/$exp.log)"; return 1; }
+  serve "$folder" "$exp" "$gpu" "$state/eval_$exp.vllm.log" || return 1
+  score "$folder" "$exp" "$gpu" "$state/eval_${exp}_val" --split val --concurrency 50 &
+  local greedy=$!
+  score "$folder" "$exp" "$gpu" "$state/eval_${exp}_mixed" --split train --tasks "$(drawn_tasks 1)" --samples 8 \
+    --temperature 1 --seed 0 --concurrency 64
+  status=$?
+  wait $greedy || status=1
+  kill $server 2>/dev/null; wait $server 2>/dev/null
+  log "$exp: scored, exit $status after $((SECONDS - began)) s"
+  "$py" - "$state" "$exp" "$gpus" "$folder" "$(nvidia-smi --query-gpu=name --format=csv,noheader -i "$gpu")" \
+    "$(cat "$state/$exp.train_s" 2>/dev/null || echo 0)" $((SECONDS - began)) "$*" >> "$state/starts.jsonl" <<'PY'
+import json, re, sys
+state, exp, gpus, folder, card, train_s, score_s, overrides = sys.argv[1:]
+val = json.load(open(f"{state}/eval_{exp}_val/summary.json"))
+mixed = json.load(open(f"{state}/eval_{exp}_mixed/summary.json"))
+print(json.dumps({
+    "recipe": "exp/sft_qwen.yaml" + (f" {overrides}" if overrides else ""), "experiment": exp, "card": card,
+    "gpus": len(gpus.split(",")), "steps": int(re.search(r"global_step_(\d+)", folder).group(1)),
+    "val": val["pass_rate"], "val_by_category": {c: v["pass_rate"] for c, v in val["by_category"].items()},
+    "mixed": mixed["mixed_share"], "mixed_by_category": {c: v["mixed_share"] for c, v in mixed["by_category"].items()},
+    "pass_at_1": mixed["pass_at_1"], "pass_at_8": mixed["pass_at_n"], "train_s": int(train_s), "score_s": int(score_s),
+}))
+PY
+}
+
+drive_starts() {  # drive_starts MODEL SPEC...: every start trained at once, then every start scored at once
+  local spec name gpus pids=()
+  mkdir -p "$state"
+  echo $$ > "$state/driver.pid"
+  for spec in "$@"; do
+    name=${spec%%@*}; gpus=${spec#*@}; gpus=${gpus%%+*}
+    read -r -a extra <<< "$(tr '+' ' ' <<< "${spec#*@}" | cut -s -d' ' -f2-)"
+    train_start "$name" "$gpus" "${extra[@]}" & pids+=($!)
+  done
+  wait "${pids[@]}"
+  pids=()
+  for spec in "$@"; do
+    name=${spec%%@*}; gpus=${spec#*@}; gpus=${gpus%%+*}
+    read -r -a extra <<< "$(tr '+' ' ' <<< "${spec#*@}" | cut -s -d' ' -f2-)"
+    score_start "$name" "$gpus" "${extra[@]}" & pids+=($!)
+  done
+  wait "${pids[@]}"
+  log "driver: done"
 }
 
 sft_checkpoints() {  # the SFT run's saved steps, ascending
@@ -162,13 +250,19 @@ case "$mode" in
   run)
     [ $# -ge 1 ] || { echo "gpu_qwen_compare.sh: run MODEL_DIR [SEED ...]" >&2; exit 2; }
     drive "$@" ;;
+  starts)
+    [ $# -ge 2 ] || { echo "gpu_qwen_compare.sh: starts MODEL_DIR NAME@GPUS[+OVERRIDE...]..." >&2; exit 2; }
+    [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json (build it first)" >&2; exit 2; }
+    model=$1
+    shift
+    drive_starts "$model" "$@" ;;
   status) status ;;
   wait)
     [[ "${1:-540}" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: wait [SECONDS], a whole number" >&2; exit 2; }
     follow "${1:-540}" ;;
   pack)
     [ $# -eq 1 ] || { echo "gpu_qwen_compare.sh: pack FILE" >&2; exit 2; }
-    names=(experiments/qwen experiments/sft_qwen experiments/learn_qwen_* launcher_record/sft_qwen
+    names=(experiments/qwen experiments/sft_qwen* experiments/learn_qwen_* launcher_record/sft_qwen
       launcher_record/learn_qwen_*)
     present=()
     for name in "${names[@]}"; do [ -e "$name" ] && present+=("$name"); done
