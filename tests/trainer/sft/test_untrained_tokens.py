@@ -13,9 +13,10 @@ from tests.support.chatml import chatml_tokenizer
 MARKERS = ["<tool_call>", "</tool_call>"]
 
 
-def released_like(folder: Path, trained_markers: bool) -> Path:
-    """A tiny Qwen2 whose tokenizer adds the call markers and whose embedding matrix has spare rows past
-    the vocabulary; unless `trained_markers`, the markers' rows are the spare rows' placeholder."""
+def released_like(folder: Path, trained_markers: bool, trained_input: bool = False) -> Path:
+    """A tiny Qwen2 whose tokenizer adds the call markers and whose embedding matrices have spare rows past
+    the vocabulary; unless `trained_markers`, the markers' rows are the spare rows' placeholder (in the
+    output matrix alone with `trained_input`)."""
     corpus = [
         '<tool_call>\n{"name": "ls", "arguments": {}}\n</tool_call>',
         "Done.",
@@ -37,7 +38,7 @@ def released_like(folder: Path, trained_markers: bool) -> Path:
     with torch.no_grad():
         for weight in (model.get_input_embeddings().weight, model.get_output_embeddings().weight):
             weight[len(tokenizer) :] = 0.01
-            if not trained_markers:
+            if not trained_markers and not (trained_input and weight is model.get_input_embeddings().weight):
                 for token in MARKERS:
                     weight[tokenizer.convert_tokens_to_ids(token)] = 0.01
     model.save_pretrained(folder)
@@ -50,6 +51,7 @@ def test_untrained_markers_start_from_the_mean_of_their_pieces(tmp_path):
     folder, tokens = prepared_model(source, tmp_path / "start")
     assert folder == tmp_path / "start" and [t.token for t in tokens] == MARKERS
     assert all(len(t.pieces) > 1 and "<tool_call>" not in t.pieces for t in tokens)
+    assert all(t.matrices == ["input", "output"] for t in tokens)
     before = AutoModelForCausalLM.from_pretrained(source)
     after = AutoModelForCausalLM.from_pretrained(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -91,4 +93,16 @@ def test_a_model_without_rows_past_its_vocabulary_has_no_untrained_token():
         num_key_value_heads=1,
     )
     weight = Qwen2ForCausalLM(config).get_input_embeddings().weight
-    assert untrained_tokens(weight, tokenizer) == []
+    assert untrained_tokens({"input": weight}, tokenizer) == []
+
+
+def test_a_token_untrained_in_the_output_matrix_alone_keeps_its_input_row(tmp_path):
+    source = released_like(tmp_path / "released", trained_markers=False, trained_input=True)
+    folder, tokens = prepared_model(source, tmp_path / "start")
+    assert [(t.token, t.matrices) for t in tokens] == [(m, ["output"]) for m in MARKERS]
+    before, after = AutoModelForCausalLM.from_pretrained(source), AutoModelForCausalLM.from_pretrained(folder)
+    ids = [t.token_id for t in tokens]
+    assert torch.equal(after.get_input_embeddings().weight[ids], before.get_input_embeddings().weight[ids])
+    assert not torch.equal(
+        after.get_output_embeddings().weight[ids], before.get_output_embeddings().weight[ids]
+    )
