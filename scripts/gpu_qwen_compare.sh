@@ -114,7 +114,7 @@ print(json.dumps({
 PY
 }
 
-drive_starts() {  # drive_starts MODEL SPEC...: every start trained at once, then every start scored at once
+drive_starts() {  # drive_starts SPEC...: every start of $model trained at once, then every start scored at once
   local spec name gpus pids=()
   mkdir -p "$state"
   echo $$ > "$state/driver.pid"
@@ -255,7 +255,7 @@ case "$mode" in
     [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json (build it first)" >&2; exit 2; }
     model=$1
     shift
-    drive_starts "$model" "$@" ;;
+    drive_starts "$@" ;;
   status) status ;;
   wait)
     [[ "${1:-540}" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: wait [SECONDS], a whole number" >&2; exit 2; }

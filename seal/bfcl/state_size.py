@@ -46,7 +46,7 @@ def tree_size(root: Directory, max_paths: int, max_chars: int) -> TreeSize:
             if type(item) is Directory:
                 stack.append((length, item.contents))
             else:
-                chars += len(getattr(item, "content", ""))
+                chars += len(str(getattr(item, "content", "")))
         if paths > max_paths or chars > max_chars:
             return TreeSize(paths, chars, over=True)
     return TreeSize(paths, chars)
@@ -74,7 +74,7 @@ def shared_tree_size(root: Directory, max_paths: int, max_chars: int) -> TreeSiz
                     paths += below
                     chars += below_chars + step * below
                 else:
-                    chars += len(getattr(item, "content", ""))
+                    chars += len(str(getattr(item, "content", "")))
             if paths > max_paths or chars > max_chars:
                 return TreeSize(paths, chars, over=True)
             sizes[key] = (paths, chars)
