@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from seal.flags import add_flags, comma_list, settings_from_flags
 from seal.reports.command import HELP as report_help
-from seal.tocf.labels import DEFAULT_PRIORITY, DEFAULT_TAXONOMY, TAXONOMIES
+from seal.tocf.labels import DEFAULT_PRIORITY, DEFAULT_TAXONOMY, TAXONOMIES, labels_explained
 from seal.trainer.launch.command import HELP as train_help
 from seal.view.command import HELP as view_help
 
@@ -170,7 +170,12 @@ def _replay(commands: Any, argv: Sequence[str]) -> None:
 
 
 def _diagnose(commands: Any, argv: Sequence[str]) -> None:
-    diagnose = commands.add_parser("diagnose", help=COMMANDS["diagnose"])
+    diagnose = commands.add_parser(
+        "diagnose",
+        help=COMMANDS["diagnose"],
+        epilog=f"labels (taxonomy: meaning):\n{labels_explained()}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_replay_options(diagnose)
     diagnose.add_argument("--out", type=Path, required=True, help="output folder")
     diagnose.set_defaults(handler=cmd_diagnose)

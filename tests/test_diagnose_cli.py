@@ -99,3 +99,27 @@ def test_the_label_chart_is_titled_by_the_run_not_by_the_file(relative, run, tmp
     assert main(["diagnose", "--input", str(logs), "--out", str(tmp_path / "out")]) == 0
     (title,) = titles
     assert title.endswith(f"— {run}") and "actions.jsonl" not in title
+
+
+def test_diagnose_help_lists_every_label_with_its_meaning(capsys):
+    from seal.tocf.labels import ALL_LABELS, LABEL_MEANINGS
+
+    with pytest.raises(SystemExit) as exit:
+        main(["diagnose", "--help"])
+    assert exit.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    for label in ALL_LABELS:
+        (line,) = [line for line in lines if line.strip().startswith(f"{label} (")]
+        assert line.endswith(LABEL_MEANINGS[label])
+
+
+def test_every_rule_a_label_names_reads_as_words(tmp_path):
+    from seal.tocf.diagnosis import RULE_WORDS
+
+    rules = set()
+    for taxonomy in ("reference", "paper"):
+        out = tmp_path / taxonomy
+        assert main(["diagnose", "--input", str(CASES), "--out", str(out), "--taxonomy", taxonomy]) == 0
+        for line in (out / "episodes.jsonl").read_text().splitlines():
+            rules |= {turn["why"]["rule"] for turn in json.loads(line)["evidence"]}
+    assert len(rules) >= 8 and rules <= set(RULE_WORDS)

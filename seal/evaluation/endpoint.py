@@ -198,8 +198,10 @@ class ChatEndpoint:
     async def preflight(self) -> ModelInfo:
         """One cheap request, no retries: the endpoint answers, serves the model and accepts the key.
 
-        `GET /models` (vLLM reports each model's `max_model_len` there); a server without that route
-        is asked for a one-token completion instead. Raises `PreflightError` with one line.
+        `GET /models` (vLLM reports each model's `max_model_len` there); a server without that route, or
+        one that lists no model at all (`transformers serve` lists only its Hugging Face cache and loads
+        a model folder on request), is asked for a one-token completion instead. Raises `PreflightError`
+        with one line.
         """
         where = self.base_url + "/models"
         try:
@@ -218,6 +220,8 @@ class ChatEndpoint:
             raise PreflightError(
                 self._clean(f"{masked_url(where)} is not a model list: {response.text}")
             ) from None
+        if not listed:
+            return await self._probe_completion(response)
         entry = next((m for m in listed if m.get("id") == self.model), None)
         if entry is None:
             served = ", ".join(str(m.get("id")) for m in listed[:10]) or "none"

@@ -14,6 +14,26 @@ from typing import Any
 from seal.tocf import labels as L
 from seal.tocf.evidence import CallEvidence, TurnEvidence
 
+RULE_WORDS: dict[str, str] = {
+    "gt_empty_no_call": "the ground truth calls nothing here and the model made no call",
+    "gt_empty_with_call": "the ground truth calls nothing here, but the model made a call",
+    "gt_error": "the ground truth's own calls failed to run",
+    "checker_error": "the checker failed on this turn",
+    "no_accepted_call": "the turn needed calls and none of the model's was accepted",
+    "check:instance_mismatch": "re-executed: the model's calls touched other API instances "
+    "than the ground truth's",
+    "check:state_mismatch": "re-executed: the API state after the model's calls differs "
+    "from the ground truth's",
+    "check:response_mismatch": "re-executed: results of the ground truth's calls are missing "
+    "from the model's",
+    "checks_passed": "re-executed: instances, state and results all match the ground truth",
+    "rejected_attempt": "an attempted call was rejected",
+    "schema_violation": "an accepted call breaks its schema",
+    "unrecovered_error": "a call errored and no later call of the turn ran without an error",
+    "unreached": "the episode ended before the model reached this turn",
+}
+"""Each rule a label's evidence names (`evidence["rule"]`), in words: what the viewer shows for it."""
+
 
 @dataclass(frozen=True)
 class Label:

@@ -60,6 +60,51 @@ DEFAULT_TAXONOMY = REFERENCE_TAXONOMY
 LABELS_OF: dict[str, tuple[str, ...]] = {REFERENCE_TAXONOMY: REFERENCE_LABELS, PAPER_TAXONOMY: PAPER_LABELS}
 """The labels each taxonomy can emit."""
 
+LABEL_MEANINGS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        PASS: "the turn needed calls; the model's accepted calls passed every re-execution check",
+        CORRECT_ABSTENTION: "the ground truth calls nothing in this turn and the model made no accepted call "
+        "(reference: a rejected call counts as no call)",
+        SPURIOUS_TOOL_CALL: "the ground truth calls nothing in this turn, but the model called a tool "
+        "(paper: a rejected attempt counts too)",
+        EMPTY_TURN_MODEL_RESPONSE: "the turn needed calls and the model made no accepted call "
+        "(none, or only rejected ones)",
+        INSTANCE_MISMATCH: "the model's calls touched a different set of API instances than the ground "
+        "truth's",
+        STATE_MISMATCH: "after the model's calls the API state differs from the ground truth's",
+        RESPONSE_MISMATCH: "the state matches, but results the ground truth's calls returned are missing "
+        "from the model's",
+        INVALID_TOOL_CALL: "an attempted call was rejected: unparseable, no name or arguments, or a tool not "
+        "available now",
+        ARGUMENT_MISMATCH: "an accepted call breaks its schema: a required parameter missing, an unknown "
+        "one, a wrong type or a value outside its enum",
+        MISSING_TOOL_CALL: "the turn needed calls and the model made no accepted call, or never reached the "
+        "turn",
+        RECOVERY_FAILURE: "an accepted call returned an execution error and no later call of the turn ran "
+        "without one",
+        CHECKER_ERROR: "the checker failed on this turn: says nothing about the model, never weighted",
+        GT_ERROR: "the ground truth's own calls failed to run: says nothing about the model, never weighted",
+    }
+)
+"""What each label means, in one line: the viewer's chips and legend, `seal diagnose --help` and the
+diagnosis guide (written there by scripts/make_docs_reference.py) all read it from here."""
+
+
+def taxonomies_of(label: str) -> str:
+    """Which taxonomies emit `label`: `reference`, `paper` or `both`."""
+    found = [name for name in TAXONOMIES if label in LABELS_OF[name]]
+    return "both" if len(found) == len(TAXONOMIES) else found[0]
+
+
+ALL_LABELS: tuple[str, ...] = tuple(dict.fromkeys(REFERENCE_LABELS + PAPER_LABELS))
+"""Every label of either taxonomy, once: the reference taxonomy's order, then the paper's additions."""
+
+
+def labels_explained() -> str:
+    """One line per label, `name (taxonomies): meaning`, for `seal diagnose --help`."""
+    return "\n".join(f"  {label} ({taxonomies_of(label)}): {LABEL_MEANINGS[label]}" for label in ALL_LABELS)
+
+
 DEFAULT_PRIORITY: tuple[str, ...] = (
     INVALID_TOOL_CALL,
     ARGUMENT_MISMATCH,

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from seal.reports.tables import LABEL_COLOURS, OTHER_COLOUR, label_order
+from seal.tocf.diagnosis import RULE_WORDS
+from seal.tocf.labels import LABEL_MEANINGS
 from seal.view.episodes import PageData
 
 ASSETS = files("seal.view") / "assets"
@@ -43,6 +45,8 @@ def page_html(data: PageData, title: str) -> str:
         "rows": data.rows,
         "labels": labels,
         "colours": {label: LABEL_COLOURS.get(label, OTHER_COLOUR) for label in labels},
+        "meanings": {label: LABEL_MEANINGS.get(label, "a label this SEAL does not know") for label in labels},
+        "rules": RULE_WORDS,
     }
     details = {"texts": data.texts.items, "details": data.details}
     script = (ASSETS / "viewer.js").read_text(encoding="utf-8")

@@ -36,8 +36,11 @@ def test_the_site_builds_strict_without_a_warning(tmp_path):
         "guides/evaluation/index.html",
         "reference/settings/index.html",
         "design/index.html",
+        "guides/slurm/index.html",
     ):
         assert (tmp_path / "site" / page).is_file(), page
+    style = (tmp_path / "site" / "stylesheets" / "code.css").read_text()
+    assert "pre-wrap" in style and "stylesheets/code.css" in (tmp_path / "site" / "index.html").read_text()
 
 
 @needs_mkdocs

@@ -316,6 +316,17 @@ def test_without_a_model_list_the_preflight_asks_for_one_token(tmp_path, capsys)
     assert script.requests[1]["max_tokens"] == 1 and summary(tmp_path / "ok")["pass_rate"] == 1.0
 
 
+def test_an_empty_model_list_makes_the_preflight_ask_for_one_token(tmp_path, capsys):
+    """`transformers serve MODEL_DIR` lists no model at /v1/models but serves the one it was started with."""
+    tasks = sample(1)[:1]
+    script = Script(tasks, listed=False)
+    with serve(script) as url:
+        refusal = f"model 'nope' refused: {url}/chat/completions answered HTTP 404"
+        assert_refused_in_seconds(url, tmp_path / "nope", capsys, refusal, model="nope")
+        assert run(url, tmp_path / "ok", "--max-model-len", "8000", "--max-tokens", "512", tasks=tasks) == 0
+    assert script.requests[1]["max_tokens"] == 1 and summary(tmp_path / "ok")["pass_rate"] == 1.0
+
+
 def answered(script: Script) -> list[dict[str, Any]]:
     refused = {(r["prompt"], r["max_tokens"]) for r in script.refusals}
     return [b for b in script.requests if (scripted_tokens(b["messages"]), b["max_tokens"]) not in refused]

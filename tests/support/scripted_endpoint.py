@@ -78,6 +78,8 @@ class Script:
     advertise_window: bool = True
     list_models: bool = True
     """Serve `GET /v1/models` (vLLM and OpenAI do; some servers do not)."""
+    listed: bool = True
+    """Name the served models there (`transformers serve` lists only its Hugging Face cache: none)."""
     api_key: str | None = None
     repeats: dict[str, str] = field(default_factory=dict)
     """Task id -> the one reply sent to every request of that task: a model stuck in a loop."""
@@ -147,7 +149,8 @@ class Script:
         if refused is not None:
             return refused
         extra = {"max_model_len": self.window} if self.window and self.advertise_window else {}
-        data = [{"id": name, "object": "model", "owned_by": "scripted", **extra} for name in self.models]
+        named = self.models if self.listed else ()
+        data = [{"id": name, "object": "model", "owned_by": "scripted", **extra} for name in named]
         return JSONResponse({"object": "list", "data": data})
 
     def over_window(self, prompt: int, max_tokens: int) -> Response | None:

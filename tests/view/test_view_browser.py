@@ -155,3 +155,64 @@ def test_a_300_task_eval_and_ten_validation_dumps_open_in_under_two_seconds(brow
         assert pages[name].stat().st_size < SIZE_LIMIT_BYTES
         assert errors == []
         tab.close()
+
+
+def test_every_label_chip_says_what_it_means_and_rules_read_as_words(browser, tmp_path):
+    from seal.tocf.diagnosis import RULE_WORDS
+    from seal.tocf.labels import LABEL_MEANINGS
+
+    rejected = tmp_path / "rejected"
+    rejected.mkdir()
+    log = {"task_id": "multi_turn_base_4", "protocol": "qwen_fc", "actions": [HOSTILE]}
+    (rejected / "actions.jsonl").write_text(json.dumps(log) + "\n")
+    page_file = view([EXAMPLES, rejected], tmp_path / "page.html")
+    index, _ = embedded(page_file)
+    tab, errors, _ = opened(browser, page_file)
+
+    titles = tab.eval_on_selector_all(".chip", "chips => chips.map(c => [c.textContent, c.title])")
+    assert len(titles) >= sum(len(row["labels"]) for row in index["rows"])
+    assert all(title == LABEL_MEANINGS[label] for label, title in titles)
+    legend = tab.eval_on_selector_all("#legend li", "items => items.map(i => i.textContent)")
+    assert legend == [f"{label} {LABEL_MEANINGS[label]}" for label in index["labels"]]
+
+    choose(tab, "#f-source", "examples/run val step 0")
+    tab.click("#episodes tbody tr:not([hidden])")
+    whys = tab.eval_on_selector_all("#detail .turn > .why", "nodes => nodes.map(n => n.textContent)")
+    assert whys and not any("{" in why for why in whys)
+    assert all(any(words in why for words in RULE_WORDS.values()) for why in whys)
+    assert '"rule"' in tab.text_content("#detail .turn details pre")  # the raw JSON, one click away
+
+    choose(tab, "#f-source", "rejected")
+    tab.click("#episodes tbody tr:not([hidden])")
+    first = tab.text_content('#detail .turn[data-turn="0"]')
+    assert "✗ rejected" in first and "rejected: counted as no call" in first
+    later = tab.eval_on_selector_all("#detail .turn .counted", "nodes => nodes.length")
+    assert later == 1  # only the turn whose call was rejected, not the unreached ones
+    assert errors == []
+
+
+def test_the_table_fills_the_window_ids_sort_naturally_and_long_text_stays_in_its_card(browser, tmp_path):
+    reply = '<tool_call>\n{"name": "cd", "arguments": {"folder": "' + "x" * 3000 + '"}}\n</tool_call>'
+    folders = [tmp_path / "before", tmp_path / "after"]
+    for folder in folders:
+        folder.mkdir()
+        logs = [
+            {"task_id": f"multi_turn_base_{n}", "protocol": "qwen_fc", "actions": [reply]}
+            for n in (21, 100, 4)
+        ]
+        (folder / "actions.jsonl").write_text("".join(json.dumps(log) + "\n" for log in logs))
+    page_file = view(folders, tmp_path / "page.html")
+    tab, errors, _ = opened(browser, page_file)
+    window = tab.evaluate("window.innerHeight")
+    table = tab.eval_on_selector("#table-wrap", "box => box.getBoundingClientRect().height")
+    assert table > 0.6 * window
+    tasks = tab.eval_on_selector_all("#c-task option", "options => options.map(o => o.value)")
+    assert tasks == ["multi_turn_base_4", "multi_turn_base_21", "multi_turn_base_100"]
+    tab.click("#episodes tbody tr")
+    overflowing = tab.eval_on_selector_all(
+        "#detail .turn",
+        "turns => turns.flatMap(t => [...t.querySelectorAll('*')].filter("
+        "n => n.getBoundingClientRect().right > t.getBoundingClientRect().right + 1)).length",
+    )
+    assert overflowing == 0
+    assert errors == []

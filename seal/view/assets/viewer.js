@@ -36,7 +36,10 @@
   const rules = document.createElement("style");
   rules.textContent = index.labels.map((label, k) => `.label-${k} { background: ${index.colours[label]}; }`).join("\n");
   document.head.append(rules);
-  const chip = (label) => el("span", { class: `chip ${labelClass.get(label) || ""}` }, label);
+  const meaning = (label) => index.meanings[label] || "a label this page does not know";
+  const chip = (label) => el("span", { class: `chip ${labelClass.get(label) || ""}`, title: meaning(label) }, label);
+  const natural = new Intl.Collator(undefined, { numeric: true }).compare;
+  $("legend").append(...index.labels.map((label) => el("li", null, chip(label), " ", meaning(label))));
   const reward = (value) => (Number.isInteger(value) ? value.toFixed(1) : String(value));
   const outcome = (row) => el("span", { class: row.pass ? "pass" : "fail" }, reward(row.reward), row.pass ? " pass" : " fail");
 
@@ -62,7 +65,7 @@
     values.forEach((value, k) => select.append(el("option", { value: String(value) }, names ? names[k] : value)));
   }
   options($("f-source"), sources.map((_, k) => k), sources.map((s) => `${s.name} (${s.n})`));
-  options($("f-category"), [...new Set(rows.map((r) => r.cat))]);
+  options($("f-category"), [...new Set(rows.map((r) => r.cat))].sort(natural));
   options($("f-label"), index.labels);
   options($("f-cut"), [...new Set(rows.map((r) => r.cut))]);
 
@@ -97,6 +100,19 @@
   function meta(pairs) {
     return el("dl", { class: "meta" }, pairs.filter(([, value]) => value !== null && value !== undefined && value !== "")
       .map(([name, value]) => [el("dt", null, name), el("dd", null, value)]));
+  }
+
+  // A turn's rule in words; the raw evidence is one click away ("evidence (raw JSON)").
+  function ruleWords(turn) {
+    const rule = (turn.evidence.why || {}).rule;
+    return rule === undefined ? "no rule recorded" : `${index.rules[rule] || rule} (rule ${rule})`;
+  }
+
+  // Rejected attempts and no accepted call, read by a label that counts only accepted calls.
+  const NO_CALL_LABELS = new Set(["correct_abstention", "empty_turn_model_response", "missing_tool_call"]);
+  function countedAsNoCall(turn) {
+    return NO_CALL_LABELS.has(turn.label) && turn.steps.some((s) => s.rejected.length) &&
+      !turn.steps.some((s) => s.accepted.length);
   }
 
   function renderEpisode(i, data) {
@@ -148,7 +164,8 @@
     detail.turns.forEach((turn, t) => {
       const div = el("div", { class: "turn", "data-turn": String(t) },
         el("h3", null, `Turn ${t} `, chip(turn.label)),
-        el("p", { class: "why" }, "diagnosis: ", JSON.stringify(turn.evidence.why)));
+        el("p", { class: "why" }, "diagnosis: ", ruleWords(turn)));
+      if (countedAsNoCall(turn)) div.append(el("p", { class: "why counted" }, "rejected: counted as no call"));
       turn.user.forEach((m) => div.append(el("div", { class: "msg-user" }, el("div", { class: "note" }, `user message (${m.role})`), el("pre", null, text(m.text)))));
       if (!turn.evidence.reached) div.append(el("p", { class: "note" }, "The model never reached this turn."));
       turn.steps.forEach((step) => {
@@ -164,7 +181,7 @@
         div.append(el("ul", { class: "calls" }, calls));
         step.served.forEach((m) => div.append(el("div", { class: "msg-served" }, el("div", { class: "note" }, `environment (${m.role})`), el("pre", null, text(m.text)))));
       });
-      div.append(el("details", null, el("summary", null, "evidence"), el("pre", null, JSON.stringify(turn.evidence, null, 1))));
+      div.append(el("details", null, el("summary", null, "evidence (raw JSON)"), el("pre", null, JSON.stringify(turn.evidence, null, 1))));
       box.append(div);
     });
     if (detail.unplayed) box.append(el("p", { class: "note" }, `${detail.unplayed} logged repl(ies) after the episode ended, never played.`));
@@ -195,7 +212,7 @@
 
   function compareTasks() {
     const left = Number($("c-left").value), right = Number($("c-right").value);
-    const shared = [...bySource[left].keys()].filter((task) => bySource[right].has(task)).sort();
+    const shared = [...bySource[left].keys()].filter((task) => bySource[right].has(task)).sort(natural);
     $("c-task").replaceChildren(...shared.map((task) => el("option", { value: task }, task)));
   }
   $("c-left").addEventListener("input", compareTasks);

@@ -1,0 +1,108 @@
+"""examples/slurm/: each sbatch script rendered under fake SLURM variables (every command printed, none run),
+and the launch it prints for two nodes checked by the launcher's own dry run. Two real nodes have not run
+these scripts (docs/guides/slurm.md says so)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from seal.trainer.launch import command as launcher
+from tests.trainer.launch.test_launcher import plan_values
+
+ROOT = Path(__file__).resolve().parents[2]
+SLURM = ROOT / "examples" / "slurm"
+SCRIPTS = {1: SLURM / "seal_1node.sbatch", 2: SLURM / "seal_2nodes.sbatch"}
+MODEL = "Qwen/Qwen2.5-7B-Instruct"  # a Hub id: the dry run checks a folder exists
+
+
+def render(nodes: int, tmp_path: Path, *overrides: str) -> list[list[str]]:
+    """The script's commands, as words, run with a fake `scontrol` that names `nodes` nodes."""
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "scontrol").write_text(
+        '#!/usr/bin/env bash\nfor i in $(seq "$SLURM_NNODES"); do echo gpu$i; done\n'
+    )
+    (fake / "scontrol").chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}",
+        "SLURM_JOB_ID": "4242",
+        "SLURM_NNODES": str(nodes),
+        "SLURM_JOB_NODELIST": f"gpu[1-{nodes}]",
+        "SLURM_GPUS_ON_NODE": "4",
+        "SLURM_SUBMIT_DIR": str(ROOT),
+        "SEAL_SLURM_RENDER": "1",
+        "MODEL": MODEL,
+        "CKPT_DIR": "/nfs/seal/checkpoints",
+    }
+    done = subprocess.run(
+        ["bash", str(SCRIPTS[nodes]), *overrides], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines and all(line.startswith("+ ") for line in lines)
+    return [shlex.split(line[2:]) for line in lines]
+
+
+def headers(nodes: int) -> dict[str, str]:
+    found = re.findall(r"^#SBATCH --([\w-]+)(?:=(\S+))?", SCRIPTS[nodes].read_text(), re.MULTILINE)
+    return dict(found)
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_a_script_starts_a_ray_head_then_a_worker_per_other_node_then_the_launch(nodes, tmp_path):
+    commands = render(nodes, tmp_path, "trainer.save_freq=5")
+    starts = [c for c in commands if "ray" in c and "start" in c]
+    assert starts[0][:5] == ["srun", "--nodes=1", "--ntasks=1", "-w", "gpu1"] and "--head" in starts[0]
+    assert [c[4] for c in starts[1:]] == [f"gpu{n}" for n in range(2, nodes + 1)]
+    assert all("--address=gpu1:6379" in c and c[-1] == "&" for c in starts[1:])
+    launch = commands[-1]
+    assert launch[:4] == ["python", "launcher.py", "--conf", "exp/SEAL.yaml"] and launch[-1] == "&"
+    overrides = launch[launch.index("--") + 1 : -1]
+    assert f"trainer.nnodes={nodes}" in overrides and "seal.rollout.env_backend=ray" in overrides
+    assert f"actor_rollout_ref.model.path={MODEL}" in overrides and overrides[-1] == "trainer.save_freq=5"
+    assert "trainer.default_local_dir=/nfs/seal/checkpoints" in overrides
+    sbatch = headers(nodes)
+    assert sbatch["nodes"] == str(nodes) and "requeue" in sbatch and sbatch["signal"].startswith("B:USR1@")
+    assert sbatch["time"]
+
+
+def test_a_script_refuses_to_run_outside_slurm_or_without_a_model(tmp_path):
+    for unset in ("SLURM_JOB_ID", "MODEL"):
+        env = {k: v for k, v in os.environ.items() if k != unset}
+        env.update({"SEAL_SLURM_RENDER": "1", "SLURM_JOB_ID": "1", "MODEL": MODEL})
+        env.pop(unset)
+        done = subprocess.run(
+            ["bash", str(SCRIPTS[2])], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode != 0 and unset in done.stderr and done.stdout == ""
+
+
+def test_the_two_node_launch_it_prints_plans_eight_gpus_on_two_nodes(tmp_path, monkeypatch, capsys):
+    launch = render(2, tmp_path)[-1]
+    argv = launch[2:-1]
+    argv[argv.index("exp/SEAL.yaml")] = str(ROOT / "exp" / "SEAL.yaml")
+    argv.insert(argv.index("--"), "--dry-run")
+    monkeypatch.chdir(tmp_path)
+    assert launcher.main(argv) == 0
+    plan = plan_values(capsys.readouterr().out)
+    assert plan["GPUs"].startswith("8 (2 nodes x 4)")
+    assert plan["environment actors"].startswith("2 node(s) x 1 = 2 Ray actors")
+    assert plan["where it runs"].startswith(
+        "node 1 (this one, Ray's head): the launcher; each of the 2 nodes"
+    )
+
+
+@pytest.mark.parametrize("nodes", [1, 2])
+def test_a_script_answers_help_without_slurm(nodes):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    done = subprocess.run(
+        ["bash", str(SCRIPTS[nodes]), "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and f"#SBATCH --nodes={nodes}" in done.stdout and "MODEL" in done.stdout
