@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from seal.bfcl.call_deadline import DEFAULT_CALL_S, worker_seconds
 from seal.flags import setting
 
 OUT_OF_MEMORY_READING = "the environment ran out of memory reading this message; nothing was run"
@@ -57,6 +58,12 @@ class ToolBudget:
         "CPU seconds an episode's tool calls may use in all (finish re-executes them); calls after it is "
         "spent are not run",
     )
+    max_call_s: float = setting(
+        DEFAULT_CALL_S,
+        "seconds one call of a tool whose cost grows with the model's numbers (MathAPI) may run, in a worker "
+        "process killed at the deadline; the call is then stopped, changes nothing and is rejected "
+        "(seal/bfcl/call_deadline.py)",
+    )
     max_episode_output_chars: int = setting(
         1_048_576,
         "characters of output an episode's calls may produce in all, before any cut (finish re-renders "
@@ -72,7 +79,8 @@ class ToolBudget:
             self.max_state_chars,
             self.max_episode_output_chars,
         )
-        if min(counts) < 1 or not (self.max_step_cpu_s > 0 and self.max_episode_cpu_s > 0):
+        seconds = (self.max_step_cpu_s, self.max_episode_cpu_s, self.max_call_s)
+        if min(counts) < 1 or min(seconds) <= 0:
             raise ValueError("every tool budget must be positive")
         if self.max_observation_chars > self.max_step_chars:
             raise ValueError("max_observation_chars cannot exceed max_step_chars")
@@ -111,8 +119,9 @@ gc.callbacks.append(_count_collection)
 
 
 def call_cpu_clock() -> float:
-    """This thread's CPU time, less what its garbage collections took."""
-    return time.thread_time() - getattr(_GC, "spent", 0.0)
+    """This thread's CPU time, less what its garbage collections took, plus the time its calls ran in
+    worker processes (seal/bfcl/call_deadline.py)."""
+    return time.thread_time() - getattr(_GC, "spent", 0.0) + worker_seconds()
 
 
 class BudgetMeter:

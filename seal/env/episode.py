@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from seal.bfcl import schema
+from seal.bfcl.call_deadline import call_deadline
 from seal.bfcl.calls import InvalidCallError, ToolCall
 from seal.bfcl.executor import Executor
 from seal.bfcl.tasks import Task, get_task
@@ -125,7 +126,11 @@ class Episode:
         self.taxonomy = taxonomy
         self.priority = priority
         budget = self.limits.budget
-        self.executor = Executor(self.task, max_state=(budget.max_state_nodes, budget.max_state_chars))
+        self.executor = Executor(
+            self.task,
+            max_state=(budget.max_state_nodes, budget.max_state_chars),
+            max_call_s=budget.max_call_s,
+        )
         self.meter = BudgetMeter(budget)
         self.docs = {doc["name"]: doc for doc in self.task.functions}
         self.actions: list[str] = []
@@ -333,12 +338,13 @@ class Episode:
         if self._result is not None:
             return self._result
         model_turns = [turn.steps for turn in self.turns]
-        if self.completed:
-            verdict = official_verdict(self.task, model_turns)
-        else:
-            reason = self.truncation or "episode ended before the last turn"
-            verdict = Verdict(False, FORCE_TERMINATED, reason)
-        evidence = self.turn_evidence()
+        with call_deadline(self.limits.budget.max_call_s):
+            if self.completed:
+                verdict = official_verdict(self.task, model_turns)
+            else:
+                reason = self.truncation or "episode ended before the last turn"
+                verdict = Verdict(False, FORCE_TERMINATED, reason)
+            evidence = self.turn_evidence()
         labels = diagnose(evidence, self.taxonomy, self.priority)
         self.done = True
         self._result = EpisodeResult(

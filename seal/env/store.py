@@ -253,12 +253,13 @@ class EpisodeStore:
         return {"observation": result.observation, "done": result.done, "info": result.info}
 
     def heavy(self, episode_id: str) -> bool:
-        """The episode's calls have cost enough (seal/env/budget.py) that its next step or finish should not
-        run on a loop that answers other episodes; False for an unknown or finished one."""
+        """The episode's calls have cost enough (seal/env/budget.py), or may wait up to their deadline for a
+        worker process (seal/bfcl/call_deadline.py), so that its next step or finish should not run on a loop
+        that answers other episodes; False for an unknown or finished one."""
         with self._lock:
             entry = self._entries.get(_id_key(episode_id))
         episode = None if entry is None else entry.episode
-        return episode is not None and episode.meter.heavy
+        return episode is not None and (episode.meter.heavy or episode.executor.calls_out_of_process)
 
     def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
         """Score once and keep only the result, so a repeated finish answers the same and steps get 409.
