@@ -86,14 +86,26 @@ class ServiceSettings:
     max_body_bytes: int = setting(1 << 20, "request body limit (413 beyond it)")
     read_timeout_s: float = setting(
         30.0,
-        "seconds a request's head may take to arrive, and then its body (408 and the connection closed "
-        "beyond either)",
+        "seconds a request's body may take to arrive after its head (408 and the connection closed beyond "
+        "it)",
         flag="--read-timeout",
+    )
+    head_timeout_s: float = setting(
+        5.0,
+        "seconds a request's head may take to arrive after the connection opens or its first byte (408 and "
+        "the connection closed beyond it)",
+        flag="--head-timeout",
+    )
+    max_head_bytes: int = setting(
+        65_536,
+        "bytes a request's head (request line and header fields) may have: a longer one is answered 431 and "
+        "its connection closed before it is kept",
     )
     max_connections: int = setting(
         0,
         "connections served at once: a request on one more is answered 503 and its connection closed, so "
-        "unfinished requests hold at most this many bodies "
+        "unfinished requests hold at most this many bodies; as many more may wait for their heads (one past "
+        "that closes the oldest) "
         f"(0: the open-episode limit + {SPARE_CONNECTIONS})",
     )
     reap_interval_s: float = setting(30.0, "seconds between idle-episode sweeps", flag="--reap-interval")
@@ -102,8 +114,13 @@ class ServiceSettings:
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1 or self.max_connections < 0:
             raise ValueError("max_body_bytes must be positive and max_connections not negative")
-        if not self.reap_interval_s > 0 or not self.read_timeout_s > 0:
-            raise ValueError("reap_interval_s and read_timeout_s must be positive")
+        if (
+            min(self.reap_interval_s, self.read_timeout_s, self.head_timeout_s) <= 0
+            or self.max_head_bytes < 1
+        ):
+            raise ValueError(
+                "reap_interval_s, read_timeout_s, head_timeout_s and max_head_bytes must be positive"
+            )
         if not 0 <= self.port < 1 << 16:
             raise ValueError(f"port must be 0 to 65535, got {self.port}")
         if self.log_level not in LOG_LEVELS:
@@ -394,11 +411,16 @@ def serve(settings: ServiceSettings | None = None) -> None:
 
 def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
     """uvicorn's settings for the service: its own JSON log lines (no uvicorn access log), idle connections
-    kept longer than clients keep them, at most `connection_limit` at once (a request on one more is
-    answered 503 and its connection closed) and `read_timeout_s` for a request's head (`BoundedHead`; the
-    body's is `BodyLimitMiddleware`'s)."""
+    kept longer than clients keep them, at most `connection_limit` served at once (a request on one more is
+    answered 503 and its connection closed) and as many waiting for their heads, each head bounded in time
+    and size (`BoundedHead`; the body's time is `BodyLimitMiddleware`'s)."""
     return {
-        "http": functools.partial(BoundedHead, timeout=settings.read_timeout_s),
+        "http": functools.partial(
+            BoundedHead,
+            timeout=settings.head_timeout_s,
+            max_bytes=settings.max_head_bytes,
+            max_pending=settings.connection_limit,
+        ),
         "host": settings.host,
         "port": settings.port,
         "log_level": settings.log_level,
