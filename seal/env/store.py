@@ -30,7 +30,7 @@ from seal.env.interface_record import InterfaceRecord
 from seal.env.omega_state import restore
 from seal.flags import comma_list, setting
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, get_protocol
-from seal.records import describe
+from seal.records import MAX_VERSION, describe
 from seal.tocf.labels import DEFAULT_PRIORITY, DEFAULT_TAXONOMY, TAXONOMIES, validate_priority
 
 MAX_TASK_ID_CHARS = 128
@@ -325,9 +325,13 @@ class EpisodeStore:
         """
         if not isinstance(profile, Mapping):
             raise BadRequest("profile must be a JSON object (the failure profile C_t)")
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
-            raise BadRequest(f"version must be a non-negative integer, got {version!r}")
+        if version is not None and (
+            isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= MAX_VERSION
+        ):
+            raise BadRequest(f"version must be an integer from 0 to {MAX_VERSION}, got {version!r}")
         with self._omega_lock:
+            if version is None and self._interface.version >= MAX_VERSION:
+                raise BadRequest(f"Ω is at version {MAX_VERSION}, the last; give the new one a version")
             try:
                 evolved = evolve(self._interface, dict(profile), version)
             except (ValueError, TypeError) as exc:
