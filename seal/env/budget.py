@@ -70,8 +70,15 @@ class ToolBudget:
         "them); calls after it is spent are not run",
     )
 
+    max_episode_action_chars: int = setting(
+        262_144,
+        "characters of its assistant messages an episode keeps; a message past them is still played, but "
+        "kept as its length and SHA-256 (its action log then no longer replays it)",
+    )
+
     def __post_init__(self) -> None:
         counts = (
+            self.max_episode_action_chars,
             self.max_calls_per_message,
             self.max_observation_chars,
             self.max_step_chars,
@@ -93,6 +100,17 @@ class ToolBudget:
             f"the message makes {calls:,} tool calls; at most {self.max_calls_per_message} are allowed "
             "per message, so none was run"
         )
+
+
+EPISODE_BYTES = 2 << 20
+"""What an open episode holds besides its kept actions, at most (tool instances, opening messages, evidence;
+measured 0.1 to 1.1 MiB for episodes that spent their whole budget: docs/design.md §3.5)."""
+
+
+def worst_episode_bytes(budget: ToolBudget) -> int:
+    """The most memory one open episode may hold: its fixed part and its kept actions at 4 bytes a
+    character (Python's widest strings)."""
+    return EPISODE_BYTES + 4 * budget.max_episode_action_chars
 
 
 HEAVY_CPU_S = 0.005

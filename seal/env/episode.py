@@ -8,6 +8,7 @@ assistant messages (the action log) replays an episode exactly.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
@@ -27,6 +28,8 @@ from seal.tocf.diagnosis import diagnose, trajectory_profile
 from seal.tocf.evidence import CallEvidence, TurnEvidence
 from seal.tocf.labels import DEFAULT_TAXONOMY
 
+NOT_KEPT = "[action not kept: {chars:,} characters, sha256 {digest}]"
+"""What an episode keeps of an action past its `max_episode_action_chars`."""
 Mode = Literal["train", "eval"]
 MODES = ("train", "eval")
 BFCL_STEP_LIMIT = 20
@@ -134,6 +137,7 @@ class Episode:
         self.meter = BudgetMeter(budget)
         self.docs = {doc["name"]: doc for doc in self.task.functions}
         self.actions: list[str] = []
+        self._kept_chars = 0
         self.messages: list[dict[str, str]] = []
         """The opening messages; observations are returned, not kept (an episode holds its actions only)."""
         self.turn = 0
@@ -182,7 +186,7 @@ class Episode:
         action = unicode_text(kept_action(action))
         self.reset()
         index = len(self.actions)
-        self.actions.append(action)
+        self.actions.append(self._kept(action))
         self.steps_in_turn += 1
         turn = self.turns[self.turn]
         turn.messages.append(index)
@@ -202,6 +206,16 @@ class Episode:
             self._check_limits()
         info.update(done=self.done, truncated=self.truncated, steps=len(self.actions))
         return StepResult(observation=observation, done=self.done, info=info)
+
+    def _kept(self, action: str) -> str:
+        """`action` while the episode's kept actions fit `max_episode_action_chars`, else its length and
+        digest: what an open episode holds stays bounded, whatever the client sends."""
+        room = self.limits.budget.max_episode_action_chars - self._kept_chars
+        if len(action) <= room:
+            self._kept_chars += len(action)
+            return action
+        digest = hashlib.sha256(action.encode("utf-8", "replace")).hexdigest()
+        return NOT_KEPT.format(chars=len(action), digest=digest)
 
     def _within_budget(self, parsed: ParsedAction) -> ParsedAction:
         """`parsed`, or a rejection of the whole message when it makes more calls than one may."""
