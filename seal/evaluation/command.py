@@ -13,12 +13,13 @@ The API key is read from the environment only and is never written anywhere.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +33,7 @@ from seal.evaluation.endpoint import ChatEndpoint, PreflightError
 from seal.evaluation.official import rescore
 from seal.evaluation.openings import CUT_BEFORE_FIRST_CALL, check_openings
 from seal.evaluation.runner import Progress, run_episodes
+from seal.evaluation.samples import sample_folder, sample_seed, sampled_summary, sampled_table
 from seal.evaluation.session import DEFAULT_KEY_ENV, EndpointSettings, budgeted_endpoint, run_to_exit
 from seal.evaluation.store import OutputError, RunFolder
 from seal.flags import add_flags, setting, settings_from_flags
@@ -78,6 +80,19 @@ class EvalRequest(EndpointSettings):
         f"with --env-backend http: the running environment service (default: {DEFAULT_URL})",
         metavar="URL",
     )
+    temperature: float = setting(
+        0.0, "sampling temperature of every reply: 0 is greedy; verl's rollouts sample at 1.0"
+    )
+    seed: int | None = setting(
+        None,
+        "sampling seed sent with every request; with --samples, sample K sends SEED+K-1 (default: none, "
+        "the server's own randomness)",
+    )
+    samples: int = setting(
+        1,
+        "episodes per task (needs --temperature above 0): each sample is a run folder OUT/sample_K, and the "
+        "summary gives pass@1 (the mean over samples), pass@N and the share of tasks whose samples are mixed",
+    )
 
     def meta(self) -> dict[str, Any]:
         """`run.json`: what was run, the URL's credentials masked (seal/urls.py); the environment's URL is
@@ -102,6 +117,8 @@ class EvalReport:
     failed: int
     first_error: str | None
     dropped: int
+    records: list[dict[str, Any]] = field(default_factory=list)
+    """The selection's episode lines in order (one run; empty for the summary of samples)."""
 
     @property
     def endpoint_errors(self) -> list[str]:
@@ -175,6 +192,12 @@ def check_endpoint_arguments(args: argparse.Namespace) -> None:
 def build_request(args: argparse.Namespace) -> EvalRequest:
     """Validate the parsed options; raises UsageError with the one-line reason."""
     check_endpoint_arguments(args)
+    if not 0 <= args.temperature <= 2:
+        raise UsageError(f"--temperature must be between 0 and 2, got {args.temperature}")
+    if args.samples < 1:
+        raise UsageError(f"--samples must be at least 1, got {args.samples}")
+    if args.samples > 1 and args.temperature == 0:
+        raise UsageError("--samples above 1 needs --temperature above 0: greedy samples are all the same")
     if args.env_url is not None and args.env_backend != "http":
         raise UsageError("--env-url names an environment service: it takes --env-backend http")
     out = args.out or Path("outputs") / "eval" / f"{_slug(args.model)}-{args.split}-{args.protocol}"
@@ -200,7 +223,7 @@ def _markdown(request: EvalRequest, report: EvalReport) -> str:
         f"model `{request.model}` · base URL `{request.meta()['base_url']}` · "
         f"protocol `{request.protocol}` · taxonomy `{request.taxonomy}`",
         "",
-        markdown_table(report.summary).rstrip("\n"),
+        _table(report.summary).rstrip("\n"),
     ]
     notes = _notes(request, report)
     if notes:
@@ -209,11 +232,34 @@ def _markdown(request: EvalRequest, report: EvalReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _table(summary: dict[str, Any]) -> str:
+    return sampled_table(summary) if "samples" in summary else markdown_table(summary)
+
+
+def _sampled_notes(request: EvalRequest, summary: dict[str, Any]) -> list[str]:
+    rates = ", ".join(f"{rate:.1%}" for rate in summary["sample_pass_rates"])
+    notes = [
+        f"{summary['samples']} samples a task at temperature {request.temperature:g} (seed "
+        f"{'none' if request.seed is None else request.seed}); each sample's pass rate: {rates}",
+        f"each sample is a run folder: {sample_folder(request.out, 1)} .. "
+        f"{sample_folder(request.out, summary['samples']).name} (seal view, seal diagnose, --resume)",
+    ]
+    errors = summary["endpoint_errors"]
+    if errors["count"]:
+        notes.append(
+            f"{errors['count']} task(s) with an endpoint error in some sample are left out of every rate "
+            f"(rerun with --resume --retry-failed): {', '.join(errors['task_ids'])}"
+        )
+    return notes
+
+
 def _notes(request: EvalRequest, report: EvalReport) -> list[str]:
     notes = []
     if report.dropped:
         notes.append(f"resume dropped {report.dropped} broken or failed line(s); those tasks ran again")
     summary = report.summary
+    if "samples" in summary:
+        return notes + _sampled_notes(request, summary)
     notes.append(
         f"pass rate over {summary['n']} scored episode(s), {summary['truncated']} of them truncated "
         f"(context window or step limit: reward 0); {len(report.endpoint_errors)} endpoint error(s) "
@@ -253,7 +299,8 @@ def _notes(request: EvalRequest, report: EvalReport) -> list[str]:
 
 
 async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
-    """Preflight, run (or resume) the episodes, then write the summary.
+    """Preflight, run (or resume) the episodes, then write the summary; with `--samples N`, N runs of the
+    selection side by side (one concurrency limit, one progress bar), then the summary of their samples.
 
     Raises PreflightError (nothing written) when the endpoint cannot serve the run, OutputError on an
     unusable --out.
@@ -266,7 +313,29 @@ async def evaluate(request: EvalRequest, api_key: str | None) -> EvalReport:
             print(f"seal eval: warning: {warning}", file=sys.stderr)
         async with open_environment(request.environment()) as client:
             await _check_environment(client, request)
-            return await _run(request, client, endpoint, budget)
+            runs = [_open(part) for part in _parts(request)]
+            gate = asyncio.Semaphore(request.concurrency)
+            progress = Progress(
+                total=len(request.task_ids) * request.samples,
+                finished=[record for run in runs for record in run.records.values()],
+            )
+            try:
+                reports = await asyncio.gather(
+                    *(
+                        _play(
+                            run,
+                            client,
+                            endpoint.sampling(request.temperature, run.request.seed),
+                            budget,
+                            gate,
+                            progress,
+                        )
+                        for run in runs
+                    )
+                )
+            finally:
+                progress.close()
+    return reports[0] if request.samples == 1 else _summarize_samples(request, reports)
 
 
 async def _check_environment(client: EnvClient, request: EvalRequest) -> None:
@@ -283,35 +352,61 @@ async def _check_environment(client: EnvClient, request: EvalRequest) -> None:
         )
 
 
-async def _run(
-    request: EvalRequest, client: EnvClient, endpoint: ChatEndpoint, budget: ContextBudget
-) -> EvalReport:
+@dataclass
+class _Run:
+    """One run folder opened for play: the episodes it keeps from before and the lines it dropped."""
+
+    request: EvalRequest
+    folder: RunFolder
+    records: dict[str, dict[str, Any]]
+    dropped: int
+
+
+def _parts(request: EvalRequest) -> list[EvalRequest]:
+    """The run itself, or with `--samples N` one run a sample: OUT/sample_K, seed SEED+K-1."""
+    if request.samples == 1:
+        return [request]
+    return [
+        replace(request, out=sample_folder(request.out, k), samples=1, seed=sample_seed(request.seed, k))
+        for k in range(1, request.samples + 1)
+    ]
+
+
+def _open(request: EvalRequest) -> _Run:
+    """Start the run folder, or resume it; OutputError when it cannot be used."""
     folder = RunFolder(request.out)
     try:
         if request.resume:
             resumed = folder.resume(request.meta(), request.task_ids, request.retry_failed)
-            records, dropped = dict(resumed.records), resumed.dropped
-        else:
-            folder.start(request.meta())
-            records, dropped = {}, 0
+            return _Run(request, folder, dict(resumed.records), resumed.dropped)
+        folder.start(request.meta())
     except OSError as exc:
         raise OutputError(f"cannot use --out {request.out}: {exc}") from exc
+    return _Run(request, folder, {}, 0)
+
+
+async def _play(
+    run: _Run,
+    client: EnvClient,
+    endpoint: ChatEndpoint,
+    budget: ContextBudget,
+    gate: asyncio.Semaphore,
+    progress: Progress,
+) -> EvalReport:
+    """The run's episodes not played yet, then its summary."""
+    request, folder, records = run.request, run.folder, run.records
     todo = [task_id for task_id in request.task_ids if task_id not in records]
-    progress = Progress(total=len(request.task_ids), finished=list(records.values()))
-    try:
-        with folder:
-            played = await run_episodes(
-                client,
-                endpoint,
-                todo,
-                budget=budget,
-                protocol=request.protocol,
-                concurrency=request.concurrency,
-                folder=folder,
-                progress=progress,
-            )
-    finally:
-        progress.close()
+    with folder:
+        played = await run_episodes(
+            client,
+            endpoint,
+            todo,
+            budget=budget,
+            protocol=request.protocol,
+            gate=gate,
+            folder=folder,
+            progress=progress,
+        )
     records.update((p.record["task_id"], p.record) for p in played)
     folder.put_in_order(request.task_ids)
     ordered = [records[t] for t in request.task_ids]
@@ -326,8 +421,31 @@ async def _run(
         summary["official"] = rescore(folder.action_logs(), {t: r["reward"] for t, r in records.items()})
     failures = [p for p in played if p.failed]
     report = EvalReport(
-        summary, len(played), len(failures), failures[0].record["error"] if failures else None, dropped
+        summary,
+        len(played),
+        len(failures),
+        failures[0].record["error"] if failures else None,
+        run.dropped,
+        ordered,
     )
+    folder.write_summary(summary, _markdown(request, report))
+    return report
+
+
+def _summarize_samples(request: EvalRequest, reports: list[EvalReport]) -> EvalReport:
+    """The samples' summary (pass@1, pass@N, the mixed share) and `run.json`, into OUT."""
+    summary = sampled_summary([r.records for r in reports], request.split)
+    summary.update(temperature=request.temperature, seed=request.seed)
+    errors = [r.first_error for r in reports if r.first_error is not None]
+    report = EvalReport(
+        summary,
+        sum(r.ran for r in reports),
+        sum(r.failed for r in reports),
+        errors[0] if errors else None,
+        sum(r.dropped for r in reports),
+    )
+    folder = RunFolder(request.out)
+    folder.write_meta(request.meta())
     folder.write_summary(summary, _markdown(request, report))
     return report
 
@@ -345,7 +463,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
     report, code = run_to_exit(evaluate(request, api_key), request.out)
     if report is None:
         return code
-    print(markdown_table(report.summary), end="")
+    print(_table(report.summary), end="")
     print(
         f"model {request.model} · base URL {request.meta()['base_url']} · protocol {request.protocol} · "
         f"taxonomy {request.taxonomy} · results in {request.out}"

@@ -13,6 +13,7 @@ and is masked out of every error message.
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 import re
 from dataclasses import dataclass
@@ -132,8 +133,9 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 class ChatEndpoint:
-    """`await endpoint.complete(messages)` -> the assistant's text (temperature 0, no `tools` field:
-    the protocol puts the tools in the system prompt)."""
+    """`await endpoint.complete(messages)` -> the assistant's text (greedy unless `temperature` says
+    otherwise; no `tools` field: the protocol puts the tools in the system prompt). `seed`, when set, goes
+    with every request, so a sampled run can be repeated."""
 
     def __init__(
         self,
@@ -145,8 +147,12 @@ class ChatEndpoint:
         timeout: float = 300.0,
         policy: RetryPolicy | None = None,
         max_connections: int = 8,
+        temperature: float = 0.0,
+        seed: int | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.temperature = temperature
+        self.seed = seed
         self.url = self.base_url + "/chat/completions"
         self.model = model
         self.max_tokens = max_tokens
@@ -165,6 +171,13 @@ class ChatEndpoint:
 
     def __repr__(self) -> str:
         return f"ChatEndpoint(url={masked_url(self.url)!r}, model={self.model!r})"
+
+    def sampling(self, temperature: float, seed: int | None) -> ChatEndpoint:
+        """The same endpoint and connection pool, its requests sent with `temperature` and `seed`: one
+        sample of a sampled run."""
+        view = copy.copy(self)
+        view.temperature, view.seed = temperature, seed
+        return view
 
     async def __aenter__(self) -> ChatEndpoint:
         return self
@@ -263,9 +276,11 @@ class ChatEndpoint:
         payload = {
             "model": self.model,
             "messages": messages,
-            "temperature": 0.0,
+            "temperature": self.temperature,
             "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
         }
+        if self.seed is not None:
+            payload["seed"] = self.seed
         attempts = self.policy.retries + 1
         retry_after: float | None = None
         reason = ""

@@ -123,12 +123,12 @@ async def run_episodes(
     *,
     budget: ContextBudget,
     protocol: str,
-    concurrency: int,
+    gate: asyncio.Semaphore,
     folder: RunFolder,
     progress: Progress,
 ) -> list[Played]:
-    """Play `task_ids`, at most `concurrency` at once, appending each to `folder` as it ends."""
-    gate = asyncio.Semaphore(concurrency)
+    """Play `task_ids`, as many at once as `gate` (the run's concurrency) lets in, appending each to
+    `folder` as it ends."""
     played: list[Played] = []
 
     async def one(task_id: str) -> None:

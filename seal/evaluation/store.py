@@ -223,6 +223,11 @@ class RunFolder:
     def action_logs(self) -> list[dict[str, Any]]:
         return [row for row in _parse_lines(self.actions) if row is not None]
 
+    def write_meta(self, meta: dict[str, Any]) -> None:
+        """`run.json` alone: the record of a run whose episodes are in sub-folders (`--samples`)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        _write_atomic(self.run, _record(meta))
+
     def write_summary(self, summary: dict[str, Any], markdown: str) -> None:
         _write_atomic(self.root / SUMMARY_JSON, _record(summary))
         _write_atomic(self.root / SUMMARY_MD, [markdown])

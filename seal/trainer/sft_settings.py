@@ -30,6 +30,11 @@ class SFTSettings:
     `reference` interface of exp/sft_learn.yaml's two arms)."""
     episode_overrides: list[str] = field(default_factory=list)
     """Hydra overrides of those experiments, e.g. a longer `data.max_response_length`."""
+    init_untrained_tokens: bool = True
+    """Before training, give each added token the model never trained (its rows equal those of the unused ids
+    past the vocabulary, as Qwen2.5-Coder-1.5B-Instruct's `<tool_call>` and `</tool_call>`) the mean of the
+    rows of its text's pieces, in a copy of the model under the run folder
+    (seal.trainer.sft.untrained_tokens). A model without such a token is trained as it is."""
 
     @property
     def all_episodes(self) -> list[str]:

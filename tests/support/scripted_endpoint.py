@@ -81,6 +81,9 @@ class Script:
     api_key: str | None = None
     repeats: dict[str, str] = field(default_factory=dict)
     """Task id -> the one reply sent to every request of that task: a model stuck in a loop."""
+    fails_under_seed: Callable[[str, int | None], bool] | None = None
+    """(task id, the request's `seed`) -> whether the model answers that task with `SILENT`: a sampling
+    model whose verdict on a task changes with the seed."""
     count: Callable[[list[dict[str, str]]], int] = scripted_tokens
     """How the endpoint counts prompt tokens (a real tokenizer in the `--tokenizer` test)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -195,6 +198,8 @@ class Script:
         task_id, turn, sent = self.locate(messages)
         if task_id in self.repeats:
             return self.reply(self.repeats[task_id], prompt, body["max_tokens"])
+        if self.fails_under_seed is not None and self.fails_under_seed(task_id or "", body.get("seed")):
+            return self.reply(SILENT, prompt, body["max_tokens"])
         fault, from_turn = self.faults.get(task_id or "", ("", 0))
         if fault and turn >= from_turn:
             faulty = await self._fault(fault, (task_id or "", len(messages)), headers)

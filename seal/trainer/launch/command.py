@@ -266,6 +266,7 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
         preflight_sft,
         sft_model_path,
         sft_plan_rows,
+        start_model,
         train_sft,
         validate_sft,
     )
@@ -288,6 +289,8 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
     built = ensure_sft_data(config, settings)
     print(f"data  train {config.data.train_files}{'  (built)' if built else ''}")
     run_dir = Path(config.trainer.default_local_dir).parent
+    if settings.init_untrained_tokens:
+        start_model(config, run_dir)
     stamp = launch_stamp()
     metrics = run_dir / "metrics" / f"{stamp}.jsonl" if "file" in config.trainer.logger else None
     if metrics is not None:

@@ -37,6 +37,8 @@ SOURCE_SUFFIX = ".source.json"
 """Beside the data file: what it was built from (model, episodes, overrides); another source rebuilds it."""
 HF_FOLDER = "huggingface"
 TRACKER = "latest_checkpointed_iteration.txt"
+START_FOLDER = "start_model"
+"""Under the run folder: the model with its untrained added tokens initialised, when it has any."""
 
 
 def validate_sft(config: DictConfig) -> SFTSettings:
@@ -183,6 +185,23 @@ def torchrun_command(config: DictConfig, config_file: Path) -> list[str]:
         f"--config-name={config_file.stem}",
         f"hydra.run.dir={run_dir / 'hydra'}",
     ]
+
+
+def start_model(config: DictConfig, run_dir: Path) -> None:
+    """Point `model.path` at the folder SFT starts from: the model itself, or its copy under `run_dir` whose
+    untrained added tokens have rows built from their pieces (`sft.init_untrained_tokens`)."""
+    from seal.trainer.sft.untrained_tokens import prepared_model
+
+    source = Path(config.model.path).absolute()
+    folder, tokens = prepared_model(source, run_dir / START_FOLDER)
+    for token in tokens:
+        print(
+            f"model  {token.token} (id {token.token_id}) was never trained: its rows start as the mean of "
+            f"{' '.join(token.pieces)}"
+        )
+    if folder != source:
+        config.model.path = str(folder)
+        print(f"model  SFT starts from {folder}")
 
 
 class SFTRunError(RuntimeError):
