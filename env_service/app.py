@@ -17,6 +17,7 @@ import functools
 import gc
 import json
 import logging
+import os
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -49,6 +50,7 @@ from env_service.models import (
     parse_body,
     request_body,
 )
+from seal.bfcl import call_deadline
 from seal.env import wire
 from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, ip_literal, is_loopback, token_from_environment
 from seal.env.budget import ToolBudget
@@ -68,6 +70,9 @@ KEEP_ALIVE_S = 75
 a request sent on a connection the server is closing at that moment fails, and cannot be retried."""
 SPARE_CONNECTIONS = 64
 """Connections the default cap allows beyond the open-episode limit: health checks, Ω, a client's spares."""
+STEP_THREADS = min(32, (os.cpu_count() or 1) + 4)
+"""Threads that may run steps and finishes at once (`asyncio.to_thread`'s executor, its default size): the
+service starts as many call workers (seal/bfcl/call_deadline.py) before it serves."""
 Cut = Literal[CUTS[1:]]  # type: ignore[valid-type]
 """`finish`'s `cut`: the limits of a player that can end an unfinished episode (seal.env.driver)."""
 
@@ -405,6 +410,7 @@ def serve(settings: ServiceSettings | None = None) -> None:
     # The 800 loaded tasks are ~170k objects that live as long as the process: freezing them keeps
     # every full garbage collection from walking them (a 75 ms pause, seen in the latency tail).
     gc.freeze()
+    call_deadline.start_workers(STEP_THREADS)
     LOG.info("serving %d tasks on http://%s:%d", app.state.store.task_count, settings.host, settings.port)
     uvicorn.run(app, **uvicorn_options(settings))
 

@@ -113,19 +113,30 @@ def _limit() -> float:
 
 
 class _Pool:
-    """Idle workers, started on demand, one per thread calling at once; a stopped one is replaced. A
-    forked child starts its own (its parent's pipes are not its to use)."""
+    """Idle workers, started ahead (`start_workers`) or on demand, one per thread calling at once; a stopped
+    one is replaced. A forked child starts its own (its parent's pipes are not its to use)."""
 
     def __init__(self) -> None:
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
+    def _own_idle(self) -> list[_Worker]:
+        """This process's idle workers (called under the lock)."""
+        if self._pid != os.getpid():
+            self._idle, self._pid = [], os.getpid()
+        return self._idle
+
+    def start(self, count: int) -> None:
+        """Start idle workers until `count` are idle; they load at once, side by side."""
+        with self._lock:
+            idle = self._own_idle()
+            idle.extend(_Worker() for _ in range(count - len(idle)))
+
     def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         with self._lock:
-            if self._pid != os.getpid():
-                self._idle, self._pid = [], os.getpid()
-            worker = self._idle.pop() if self._idle else None
+            idle = self._own_idle()
+            worker = idle.pop() if idle else None
         if worker is None:
             worker = _Worker()
         started = time.monotonic()
@@ -142,6 +153,12 @@ class _Pool:
 
 
 _POOL = _Pool()
+
+
+def start_workers(count: int) -> None:
+    """Have `count` workers ready before the first calls, so that none waits for one to start (~40 ms of
+    an interpreter's start and imports each): a service starts as many as threads may call at once."""
+    _POOL.start(count)
 
 
 def _sandboxed(name: str) -> Any:
