@@ -9,6 +9,7 @@ assistant messages (the action log) replays an episode exactly.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
@@ -30,6 +31,8 @@ from seal.tocf.labels import DEFAULT_TAXONOMY
 
 NOT_KEPT = "[action not kept: {chars:,} characters, sha256 {digest}]"
 """What an episode keeps of an action past its `max_episode_action_chars`."""
+NOT_KEPT_PATTERN = re.compile(r"\[action not kept: [\d,]+ characters, sha256 [0-9a-f]{64}\]")
+"""`NOT_KEPT` as written: an action log holding one no longer replays its episode."""
 Mode = Literal["train", "eval"]
 MODES = ("train", "eval")
 BFCL_STEP_LIMIT = 20
