@@ -4,7 +4,9 @@ too small for the default `--max-tokens`."""
 from __future__ import annotations
 
 import base64
+import errno
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from fastapi.responses import Response
 from seal.cli import main as seal_main
 from seal.env.episode import Episode
 from seal.evaluation.budget import tokenizer_tools
+from seal.evaluation.session import NO_SPACE
 from seal.evaluation.store import RunFolder
 from seal.protocol.ground_truth import END_OF_TURN as DONE
 from seal.view.episodes import build
@@ -216,3 +219,18 @@ def test_an_environment_failure_in_process_is_scored_and_its_episode_skipped_by_
     data = build(read_sources([out]))
     marked = [d for d in data.details if "cannot be replayed" in d.get("missing", "")]
     assert len(marked) == 1 and "the environment broke" in marked[0]["missing"]
+
+
+def _disk_full(*_: object, **__: object) -> None:
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.parametrize("when", ["start", "append"])
+def test_a_full_disk_ends_seal_eval_with_its_own_status_and_one_line(tmp_path, capsys, monkeypatch, when):
+    monkeypatch.setattr(RunFolder, when, _disk_full)
+    tasks = sample(1)[:2]
+    with serve(HostileModel(tasks)) as url:
+        assert run(url, tmp_path / "full", tasks=tasks) == NO_SPACE != 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert f"seal eval: error: no space left on the disk of {tmp_path / 'full'}" in err

@@ -4,7 +4,9 @@ the environment served, and the one-line refusals of bad input (the browser test
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -219,3 +221,16 @@ def test_the_viewer_shows_bidi_and_other_invisible_characters_as_escapes():
         check=True,
     ).stdout
     assert json.loads(shown) == "report\\u202Etxt.exe\\u200B\\u0007 ok\tend\n"
+
+
+def test_a_full_disk_leaves_no_partial_page_behind(tmp_path, capsys, monkeypatch):
+    def half_then_full(path: Path, text: str, **_: object) -> None:
+        with open(path, "w", encoding="utf-8") as half:
+            half.write(text[: len(text) // 2])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    out = tmp_path / "pages" / "view.html"
+    assert main(["view", str(EXAMPLES), "--out", str(out)]) == 1
+    assert list(out.parent.iterdir()) == []
+    assert capsys.readouterr().err.strip() == f"seal view: cannot write {out}: No space left on device"
