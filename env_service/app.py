@@ -17,6 +17,7 @@ import functools
 import gc
 import json
 import logging
+import os
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -49,6 +50,7 @@ from env_service.models import (
     parse_body,
     request_body,
 )
+from seal.bfcl import call_deadline
 from seal.env import wire
 from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, ip_literal, is_loopback, token_from_environment
 from seal.env.budget import ToolBudget
@@ -68,6 +70,9 @@ KEEP_ALIVE_S = 75
 a request sent on a connection the server is closing at that moment fails, and cannot be retried."""
 SPARE_CONNECTIONS = 64
 """Connections the default cap allows beyond the open-episode limit: health checks, Ω, a client's spares."""
+STEP_THREADS = min(32, (os.cpu_count() or 1) + 4)
+"""Threads that may run steps and finishes at once (`asyncio.to_thread`'s executor, its default size): the
+service starts as many call workers (seal/bfcl/call_deadline.py) before it serves."""
 Cut = Literal[CUTS[1:]]  # type: ignore[valid-type]
 """`finish`'s `cut`: the limits of a player that can end an unfinished episode (seal.env.driver)."""
 
@@ -86,14 +91,26 @@ class ServiceSettings:
     max_body_bytes: int = setting(1 << 20, "request body limit (413 beyond it)")
     read_timeout_s: float = setting(
         30.0,
-        "seconds a request's head may take to arrive, and then its body (408 and the connection closed "
-        "beyond either)",
+        "seconds a request's body may take to arrive after its head (408 and the connection closed beyond "
+        "it)",
         flag="--read-timeout",
+    )
+    head_timeout_s: float = setting(
+        5.0,
+        "seconds a request's head may take to arrive after the connection opens or its first byte (408 and "
+        "the connection closed beyond it)",
+        flag="--head-timeout",
+    )
+    max_head_bytes: int = setting(
+        65_536,
+        "bytes a request's head (request line and header fields) may have: a longer one is answered 431 and "
+        "its connection closed before it is kept",
     )
     max_connections: int = setting(
         0,
         "connections served at once: a request on one more is answered 503 and its connection closed, so "
-        "unfinished requests hold at most this many bodies "
+        "unfinished requests hold at most this many bodies; as many more may wait for their heads (one past "
+        "that closes the oldest) "
         f"(0: the open-episode limit + {SPARE_CONNECTIONS})",
     )
     reap_interval_s: float = setting(30.0, "seconds between idle-episode sweeps", flag="--reap-interval")
@@ -102,8 +119,13 @@ class ServiceSettings:
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1 or self.max_connections < 0:
             raise ValueError("max_body_bytes must be positive and max_connections not negative")
-        if not self.reap_interval_s > 0 or not self.read_timeout_s > 0:
-            raise ValueError("reap_interval_s and read_timeout_s must be positive")
+        if (
+            min(self.reap_interval_s, self.read_timeout_s, self.head_timeout_s) <= 0
+            or self.max_head_bytes < 1
+        ):
+            raise ValueError(
+                "reap_interval_s, read_timeout_s, head_timeout_s and max_head_bytes must be positive"
+            )
         if not 0 <= self.port < 1 << 16:
             raise ValueError(f"port must be 0 to 65535, got {self.port}")
         if self.log_level not in LOG_LEVELS:
@@ -388,17 +410,23 @@ def serve(settings: ServiceSettings | None = None) -> None:
     # The 800 loaded tasks are ~170k objects that live as long as the process: freezing them keeps
     # every full garbage collection from walking them (a 75 ms pause, seen in the latency tail).
     gc.freeze()
+    call_deadline.start_workers(STEP_THREADS)
     LOG.info("serving %d tasks on http://%s:%d", app.state.store.task_count, settings.host, settings.port)
     uvicorn.run(app, **uvicorn_options(settings))
 
 
 def uvicorn_options(settings: ServiceSettings) -> dict[str, Any]:
     """uvicorn's settings for the service: its own JSON log lines (no uvicorn access log), idle connections
-    kept longer than clients keep them, at most `connection_limit` at once (a request on one more is
-    answered 503 and its connection closed) and `read_timeout_s` for a request's head (`BoundedHead`; the
-    body's is `BodyLimitMiddleware`'s)."""
+    kept longer than clients keep them, at most `connection_limit` served at once (a request on one more is
+    answered 503 and its connection closed) and as many waiting for their heads, each head bounded in time
+    and size (`BoundedHead`; the body's time is `BodyLimitMiddleware`'s)."""
     return {
-        "http": functools.partial(BoundedHead, timeout=settings.read_timeout_s),
+        "http": functools.partial(
+            BoundedHead,
+            timeout=settings.head_timeout_s,
+            max_bytes=settings.max_head_bytes,
+            max_pending=settings.connection_limit,
+        ),
         "host": settings.host,
         "port": settings.port,
         "log_level": settings.log_level,

@@ -16,7 +16,7 @@ from seal.env.profile_record import ProfileJson
 from seal.env.store import MAX_TASK_ID_CHARS, BadRequest
 from seal.protocol import PROTOCOLS
 from seal.records import CLOSED as _CLOSED
-from seal.records import Count, describe
+from seal.records import Version, describe
 
 ProtocolName = Literal[tuple(sorted(PROTOCOLS))]  # type: ignore[valid-type]
 M = TypeVar("M", bound=BaseModel)
@@ -50,7 +50,7 @@ class ProfileUpdate(BaseModel):
         validation_alias=AliasChoices("failure_profile", "profile"),
         description="C_t as the trainer keeps it; `profile`, its name before v1.2, is still accepted",
     )
-    version: Count | None = Field(
+    version: Version | None = Field(
         default=None,
         description="number the new Ω explicitly (a resumed run restoring its saved Ω); "
         "unset: the current version + 1",

@@ -25,7 +25,8 @@ def _fail(message: str) -> int:
 
 
 def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict], list[dict], int]:
-    """The validated action logs of `--input`, their result lines, and the exit status (0: all replayed)."""
+    """The validated action logs of `--input` that replayed, their result lines, and the exit status (0: some
+    replayed; each one that could not is skipped with a line on standard error)."""
     from seal.env.replay import ActionLogError, read_action_logs, replay
     from seal.reports.tables import episode_record
 
@@ -33,14 +34,21 @@ def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict
         logs = read_action_logs(args.input)
     except ActionLogError as exc:
         return [], [], _fail(str(exc))
-    records = []
-    for log in tqdm(logs, desc="replaying", unit="episode", disable=None):
+    replayed, records = [], []
+    for number, log in enumerate(tqdm(logs, desc="replaying", unit="episode", disable=None), 1):
         try:
             result = replay(log, taxonomy=args.taxonomy, priority=args.priority)
-        except ValueError as exc:
-            return [], [], _fail(str(exc))
+        except Exception as exc:  # one episode the environment cannot replay must not refuse the rest
+            reason = " ".join(str(exc).split()) or type(exc).__name__
+            print(
+                f"seal: skipped log {number} ({log['task_id']}): cannot replay it ({reason})", file=sys.stderr
+            )
+            continue
+        replayed.append(log)
         records.append(episode_record(result, with_labels=with_labels))
-    return logs, records, 0
+    if not records:
+        return [], [], _fail(f"{args.input}: no action log could be replayed")
+    return replayed, records, 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

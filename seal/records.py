@@ -24,8 +24,12 @@ def _whole(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
+MAX_VERSION = MAX_EXACT - 1
+"""The largest Ω version: one more than it is still exact, so a version can always be told from the next."""
 Count = Annotated[int, Field(ge=0, le=MAX_EXACT), BeforeValidator(_whole)]
 """A non-negative integer. (The bounds come before the validator, or the JSON Schema loses them.)"""
+Version = Annotated[int, Field(ge=0, le=MAX_VERSION), BeforeValidator(_whole)]
+"""An Ω version."""
 Sum = Annotated[float, Field(ge=-MAX_EXACT, le=MAX_EXACT, allow_inf_nan=False)]
 Label = Annotated[str, Field(min_length=1)]
 

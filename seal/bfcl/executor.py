@@ -19,6 +19,7 @@ from typing import Any
 from bfcl_eval.constants.executable_backend_config import CLASS_FILE_PATH_MAPPING, STATELESS_CLASSES
 
 from seal.bfcl import isolation
+from seal.bfcl.call_deadline import DEFAULT_CALL_S, OUT_OF_PROCESS_CLASS, CallStopped, call_deadline
 from seal.bfcl.calls import ToolCall
 from seal.bfcl.state_size import FileSystemGuard, TreeSize
 from seal.bfcl.tasks import Task
@@ -33,7 +34,8 @@ class ExecutionResult:
     text: str
     error: str | None = None
     undone: str | None = None
-    """Why the call was rolled back (it would have grown the state past its cap); then it did not happen."""
+    """Why the call was rolled back (it would have grown the state past its cap) or stopped (it ran past its
+    deadline: seal/bfcl/call_deadline.py); then it did not happen."""
 
 
 def render_result(value: Any) -> str:
@@ -73,8 +75,11 @@ class Executor:
     """The tool instances of one episode; its file system, if any, kept within `max_state` (paths,
     characters: seal/bfcl/state_size.py)."""
 
-    def __init__(self, task: Task, max_state: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self, task: Task, max_state: tuple[int, int] | None = None, max_call_s: float = DEFAULT_CALL_S
+    ) -> None:
         self.task = task
+        self.max_call_s = max_call_s
         self.instances = {name: create_instance(name, task) for name in task.involved_classes}
         self._owner = {
             method: instance for instance in self.instances.values() for method in public_methods(instance)
@@ -85,6 +90,12 @@ class Executor:
     def state_size(self) -> TreeSize | None:
         """The file system's size as last measured (None without a file system or a cap)."""
         return None if self._guard is None else self._guard.size
+
+    @property
+    def calls_out_of_process(self) -> bool:
+        """Some of its calls run in worker processes, up to their deadline (seal/bfcl/call_deadline.py):
+        a thread waiting for them leaves the interpreter to others."""
+        return OUT_OF_PROCESS_CLASS in self.instances
 
     def has_tool(self, name: str) -> bool:
         return name in self._owner
@@ -101,7 +112,10 @@ class Executor:
         guard = guard if measured else None
         snapshot = guard.before(call.name, len(repr(call.arguments))) if guard is not None else None
         try:
-            value = method(**copy.deepcopy(call.arguments))
+            with call_deadline(self.max_call_s):
+                value = method(**copy.deepcopy(call.arguments))
+        except CallStopped as exc:
+            return ExecutionResult("", str(exc), undone=str(exc))
         except Exception as exc:
             value = exc
         undone = guard.after(snapshot) if guard is not None else None
@@ -110,4 +124,8 @@ class Executor:
         if isinstance(value, Exception):
             message = f"Error during execution: {value}"
             return ExecutionResult(message, message)
-        return ExecutionResult(render_result(value), tool_error(value))
+        try:
+            return ExecutionResult(render_result(value), tool_error(value))
+        except ValueError as exc:
+            message = f"Error during execution: the result cannot be shown ({exc})"
+            return ExecutionResult(message, message)

@@ -19,6 +19,8 @@ from bfcl_eval.eval_checker.multi_turn_eval.func_source_code import (
     vehicle_control,
 )
 
+from seal.bfcl import call_deadline
+
 _PATCHED = "_seal_isolated"
 
 
@@ -59,7 +61,9 @@ for _patch, _original in (
 
 
 def close_leaks() -> None:
-    """Patch the three leaking methods once per process (idempotent)."""
+    """Patch the three leaking methods once per process (idempotent), and put MathAPI's calls under their
+    deadline (seal/bfcl/call_deadline.py)."""
+    call_deadline.install()
     if getattr(travel_booking.TravelAPI, _PATCHED, False):
         return
     travel_booking.TravelAPI._add_credit_cards = _add_credit_cards

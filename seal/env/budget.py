@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from seal.bfcl.call_deadline import DEFAULT_CALL_S, worker_seconds
 from seal.flags import setting
 
 OUT_OF_MEMORY_READING = "the environment ran out of memory reading this message; nothing was run"
@@ -57,14 +58,27 @@ class ToolBudget:
         "CPU seconds an episode's tool calls may use in all (finish re-executes them); calls after it is "
         "spent are not run",
     )
+    max_call_s: float = setting(
+        DEFAULT_CALL_S,
+        "seconds one call of a tool whose cost grows with the model's numbers (MathAPI) may run, in a worker "
+        "process killed at the deadline; the call is then stopped, changes nothing and is rejected "
+        "(seal/bfcl/call_deadline.py)",
+    )
     max_episode_output_chars: int = setting(
         1_048_576,
         "characters of output an episode's calls may produce in all, before any cut (finish re-renders "
         "them); calls after it is spent are not run",
     )
 
+    max_episode_action_chars: int = setting(
+        262_144,
+        "characters of its assistant messages an episode keeps; a message past them is still played, but "
+        "kept as its length and SHA-256 (its action log then no longer replays it)",
+    )
+
     def __post_init__(self) -> None:
         counts = (
+            self.max_episode_action_chars,
             self.max_calls_per_message,
             self.max_observation_chars,
             self.max_step_chars,
@@ -72,7 +86,8 @@ class ToolBudget:
             self.max_state_chars,
             self.max_episode_output_chars,
         )
-        if min(counts) < 1 or not (self.max_step_cpu_s > 0 and self.max_episode_cpu_s > 0):
+        seconds = (self.max_step_cpu_s, self.max_episode_cpu_s, self.max_call_s)
+        if min(counts) < 1 or min(seconds) <= 0:
             raise ValueError("every tool budget must be positive")
         if self.max_observation_chars > self.max_step_chars:
             raise ValueError("max_observation_chars cannot exceed max_step_chars")
@@ -85,6 +100,17 @@ class ToolBudget:
             f"the message makes {calls:,} tool calls; at most {self.max_calls_per_message} are allowed "
             "per message, so none was run"
         )
+
+
+EPISODE_BYTES = 2 << 20
+"""What an open episode holds besides its kept actions, at most (tool instances, opening messages, evidence;
+measured 0.1 to 1.1 MiB for episodes that spent their whole budget: docs/design.md §3.5)."""
+
+
+def worst_episode_bytes(budget: ToolBudget) -> int:
+    """The most memory one open episode may hold: its fixed part and its kept actions at 4 bytes a
+    character (Python's widest strings)."""
+    return EPISODE_BYTES + 4 * budget.max_episode_action_chars
 
 
 HEAVY_CPU_S = 0.005
@@ -111,8 +137,9 @@ gc.callbacks.append(_count_collection)
 
 
 def call_cpu_clock() -> float:
-    """This thread's CPU time, less what its garbage collections took."""
-    return time.thread_time() - getattr(_GC, "spent", 0.0)
+    """This thread's CPU time, less what its garbage collections took, plus the time its calls ran in
+    worker processes (seal/bfcl/call_deadline.py)."""
+    return time.thread_time() - getattr(_GC, "spent", 0.0) + worker_seconds()
 
 
 class BudgetMeter:

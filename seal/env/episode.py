@@ -8,10 +8,13 @@ assistant messages (the action log) replays an episode exactly.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from seal.bfcl import schema
+from seal.bfcl.call_deadline import call_deadline
 from seal.bfcl.calls import InvalidCallError, ToolCall
 from seal.bfcl.executor import Executor
 from seal.bfcl.tasks import Task, get_task
@@ -26,6 +29,10 @@ from seal.tocf.diagnosis import diagnose, trajectory_profile
 from seal.tocf.evidence import CallEvidence, TurnEvidence
 from seal.tocf.labels import DEFAULT_TAXONOMY
 
+NOT_KEPT = "[action not kept: {chars:,} characters, sha256 {digest}]"
+"""What an episode keeps of an action past its `max_episode_action_chars`."""
+NOT_KEPT_PATTERN = re.compile(r"\[action not kept: [\d,]+ characters, sha256 [0-9a-f]{64}\]")
+"""`NOT_KEPT` as written: an action log holding one no longer replays its episode."""
 Mode = Literal["train", "eval"]
 MODES = ("train", "eval")
 BFCL_STEP_LIMIT = 20
@@ -125,10 +132,15 @@ class Episode:
         self.taxonomy = taxonomy
         self.priority = priority
         budget = self.limits.budget
-        self.executor = Executor(self.task, max_state=(budget.max_state_nodes, budget.max_state_chars))
+        self.executor = Executor(
+            self.task,
+            max_state=(budget.max_state_nodes, budget.max_state_chars),
+            max_call_s=budget.max_call_s,
+        )
         self.meter = BudgetMeter(budget)
         self.docs = {doc["name"]: doc for doc in self.task.functions}
         self.actions: list[str] = []
+        self._kept_chars = 0
         self.messages: list[dict[str, str]] = []
         """The opening messages; observations are returned, not kept (an episode holds its actions only)."""
         self.turn = 0
@@ -177,7 +189,7 @@ class Episode:
         action = unicode_text(kept_action(action))
         self.reset()
         index = len(self.actions)
-        self.actions.append(action)
+        self.actions.append(self._kept(action))
         self.steps_in_turn += 1
         turn = self.turns[self.turn]
         turn.messages.append(index)
@@ -197,6 +209,16 @@ class Episode:
             self._check_limits()
         info.update(done=self.done, truncated=self.truncated, steps=len(self.actions))
         return StepResult(observation=observation, done=self.done, info=info)
+
+    def _kept(self, action: str) -> str:
+        """`action` while the episode's kept actions fit `max_episode_action_chars`, else its length and
+        digest: what an open episode holds stays bounded, whatever the client sends."""
+        room = self.limits.budget.max_episode_action_chars - self._kept_chars
+        if len(action) <= room:
+            self._kept_chars += len(action)
+            return action
+        digest = hashlib.sha256(action.encode("utf-8", "replace")).hexdigest()
+        return NOT_KEPT.format(chars=len(action), digest=digest)
 
     def _within_budget(self, parsed: ParsedAction) -> ParsedAction:
         """`parsed`, or a rejection of the whole message when it makes more calls than one may."""
@@ -333,12 +355,13 @@ class Episode:
         if self._result is not None:
             return self._result
         model_turns = [turn.steps for turn in self.turns]
-        if self.completed:
-            verdict = official_verdict(self.task, model_turns)
-        else:
-            reason = self.truncation or "episode ended before the last turn"
-            verdict = Verdict(False, FORCE_TERMINATED, reason)
-        evidence = self.turn_evidence()
+        with call_deadline(self.limits.budget.max_call_s):
+            if self.completed:
+                verdict = official_verdict(self.task, model_turns)
+            else:
+                reason = self.truncation or "episode ended before the last turn"
+                verdict = Verdict(False, FORCE_TERMINATED, reason)
+            evidence = self.turn_evidence()
         labels = diagnose(evidence, self.taxonomy, self.priority)
         self.done = True
         self._result = EpisodeResult(

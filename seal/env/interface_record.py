@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from seal.env.interface import GUIDELINES
 from seal.env.profile_record import ProfileJson
-from seal.records import CLOSED, Count
+from seal.records import CLOSED, Count, Version
 
 GuidelineName = Literal[tuple(GUIDELINES)]  # type: ignore[valid-type]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -56,7 +56,7 @@ class InterfaceRecord(BaseModel):
     """An Ω's whole state as `GET /interface` answers it, its text included."""
 
     model_config = CLOSED
-    version: Count
+    version: Version
     config: InterfaceConfigRecord
     guidelines: Guidelines
     profile: ProfileJson | None = Field(description="the failure profile C_t this Ω was evolved from")

@@ -13,7 +13,7 @@ from typing import Any
 
 from seal.bfcl.tasks import UnknownTaskError, get_task
 from seal.env.context_limits import CUTS
-from seal.env.episode import Episode, EpisodeLimits, EpisodeResult, StepResult
+from seal.env.episode import NOT_KEPT_PATTERN, Episode, EpisodeLimits, EpisodeResult, StepResult
 from seal.env.store import MAX_TASK_ID_CHARS
 from seal.jsonl import JsonLinesError, json_lines
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS
@@ -85,9 +85,13 @@ def replay_steps(
 ) -> Replayed:
     """Play the logged actions in an eval-mode episode and finish it. A `cut` (one of `CUTS`: the limit of
     the player's context that ended the episode, as `seal eval` records it) truncates an unfinished episode
-    before it is scored, as the store does; `"none"` is no cut."""
+    before it is scored, as the store does; `"none"` is no cut. An action kept only as its digest
+    (`NOT_KEPT`) is an `ActionLogError`: the episode it came from cannot be played again."""
     if cut is not None and cut not in CUTS:
         raise ValueError(f"cut must be one of {', '.join(CUTS)}, not {cut!r:.40}")
+    for number, action in enumerate(log["actions"], 1):
+        if NOT_KEPT_PATTERN.fullmatch(action):
+            raise ActionLogError(f"action {number} was kept only as its length and digest")
     episode = Episode(
         log["task_id"],
         mode="eval",

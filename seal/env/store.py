@@ -11,6 +11,7 @@ one episode run one at a time whichever thread or event loop calls them.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -22,7 +23,7 @@ from typing import Any, NamedTuple, cast
 from pydantic import ValidationError
 
 from seal.bfcl.tasks import UnknownTaskError, get_task, load_tasks, split_ids
-from seal.env.budget import ToolBudget
+from seal.env.budget import ToolBudget, worst_episode_bytes
 from seal.env.context_limits import CUTS
 from seal.env.episode import MODES, Episode, EpisodeDoneError, EpisodeLimits, EpisodeResult, Mode
 from seal.env.interface import DEFAULT_PRESET, PRESETS, Interface, build_interface, evolve
@@ -30,7 +31,7 @@ from seal.env.interface_record import InterfaceRecord
 from seal.env.omega_state import restore
 from seal.flags import comma_list, setting
 from seal.protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, get_protocol
-from seal.records import describe
+from seal.records import MAX_VERSION, describe
 from seal.tocf.labels import DEFAULT_PRIORITY, DEFAULT_TAXONOMY, TAXONOMIES, validate_priority
 
 MAX_TASK_ID_CHARS = 128
@@ -100,12 +101,17 @@ class StoreSettings:
         parse=lambda text: validate_priority(comma_list(text)),
     )
     max_steps: int | None = setting(None, "optional per-episode cap on model steps")
+    memory_budget_mib: int = setting(
+        0,
+        "MiB the open episodes may hold at worst (seal.env.budget.worst_episode_bytes each): an episode is "
+        "admitted only while they fit, else 429 (0: half of the machine's memory)",
+    )
     budget: ToolBudget = field(default_factory=ToolBudget)
     """What an episode's tool calls may cost (seal/env/budget.py); its fields are flags of their own."""
 
     def __post_init__(self) -> None:
-        if self.max_episodes < 1:
-            raise ValueError("max_episodes must be at least 1")
+        if self.max_episodes < 1 or self.memory_budget_mib < 0:
+            raise ValueError("max_episodes must be at least 1 and memory_budget_mib not negative")
         if not self.ttl_s > 0:
             raise ValueError("ttl_s must be positive")
         if self.interface_preset not in PRESETS:
@@ -117,6 +123,17 @@ class StoreSettings:
         if self.priority is not None:
             object.__setattr__(self, "priority", validate_priority(self.priority))
         EpisodeLimits(max_steps=self.max_steps)
+        if self.episode_limit < 1:
+            raise ValueError(
+                f"memory_budget_mib {self.memory_budget_mib} holds no episode "
+                f"({worst_episode_bytes(self.budget) >> 20} MiB each at worst)"
+            )
+
+    @property
+    def episode_limit(self) -> int:
+        """Episodes open at once: `max_episodes`, or fewer when their worst case passes the memory budget."""
+        budget = self.memory_budget_mib << 20 or os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+        return min(self.max_episodes, budget // worst_episode_bytes(self.budget))
 
 
 class CreatedEpisode(NamedTuple):
@@ -145,6 +162,7 @@ class EpisodeStore:
         self._clock = clock
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._reserved = 0
+        self._episode_limit = self.settings.episode_limit
         self._lock = threading.Lock()
         self._omega_lock = threading.Lock()
         self._interface = build_interface(self.settings.interface_preset)
@@ -197,11 +215,11 @@ class EpisodeStore:
             raise UnknownTask(str(exc)) from None
         self.reap()
         with self._lock:
-            if len(self._entries) + self._reserved >= self.settings.max_episodes:
+            if len(self._entries) + self._reserved >= self._episode_limit:
                 self._counters["rejected_full"] += 1
                 raise TooManyEpisodes(
-                    f"open-episode limit of {self.settings.max_episodes} reached;"
-                    " finish and delete episodes first"
+                    f"open-episode limit of {self._episode_limit} reached (--max-episodes, and what "
+                    "--memory-budget-mib holds at worst); finish and delete episodes first"
                 )
             self._reserved += 1
         try:
@@ -253,12 +271,13 @@ class EpisodeStore:
         return {"observation": result.observation, "done": result.done, "info": result.info}
 
     def heavy(self, episode_id: str) -> bool:
-        """The episode's calls have cost enough (seal/env/budget.py) that its next step or finish should not
-        run on a loop that answers other episodes; False for an unknown or finished one."""
+        """The episode's calls have cost enough (seal/env/budget.py), or may wait up to their deadline for a
+        worker process (seal/bfcl/call_deadline.py), so that its next step or finish should not run on a loop
+        that answers other episodes; False for an unknown or finished one."""
         with self._lock:
             entry = self._entries.get(_id_key(episode_id))
         episode = None if entry is None else entry.episode
-        return episode is not None and episode.meter.heavy
+        return episode is not None and (episode.meter.heavy or episode.executor.calls_out_of_process)
 
     def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
         """Score once and keep only the result, so a repeated finish answers the same and steps get 409.
@@ -324,9 +343,13 @@ class EpisodeStore:
         """
         if not isinstance(profile, Mapping):
             raise BadRequest("profile must be a JSON object (the failure profile C_t)")
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
-            raise BadRequest(f"version must be a non-negative integer, got {version!r}")
+        if version is not None and (
+            isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= MAX_VERSION
+        ):
+            raise BadRequest(f"version must be an integer from 0 to {MAX_VERSION}, got {version!r}")
         with self._omega_lock:
+            if version is None and self._interface.version >= MAX_VERSION:
+                raise BadRequest(f"Ω is at version {MAX_VERSION}, the last; give the new one a version")
             try:
                 evolved = evolve(self._interface, dict(profile), version)
             except (ValueError, TypeError) as exc:

@@ -453,7 +453,7 @@ def _summarize_samples(request: EvalRequest, reports: list[EvalReport]) -> EvalR
 def run_eval_command(args: argparse.Namespace) -> int:
     """`seal eval`: 0 when the run completed, 1 when the preflight found the endpoint unusable (nothing
     written) or every episode it ran failed on the endpoint, 2 on bad arguments or an output folder it
-    may not use, 130 when interrupted (work so far is kept)."""
+    may not use, 3 (`NO_SPACE`) when its disk is full, 130 when interrupted (work so far is kept)."""
     try:
         request = build_request(args)
         api_key = api_key_from_env(args.api_key_env)

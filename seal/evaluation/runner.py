@@ -20,6 +20,7 @@ from tqdm import tqdm
 from seal.bfcl.tasks import category_of
 from seal.env.client import EnvClient, EnvServiceError, open_episode
 from seal.env.driver import Driven, drive
+from seal.env.store import one_line
 from seal.evaluation.budget import BudgetedChat, ContextBudget
 from seal.evaluation.endpoint import ChatEndpoint
 from seal.evaluation.store import RunFolder
@@ -58,7 +59,9 @@ async def play(
     `max_tokens` truncates the episode, `cut`: context, calls, generation), which the environment scores like
     any unfinished one (reward 0); environment messages are clipped before the model reads them. An
     endpoint failure ends the episode where it stands and marks it with "error"; it is still labelled so
-    the partial trajectory can be read. An environment failure marks it too, unlabelled.
+    the partial trajectory can be read. A service's refusal marks it too, unlabelled. An exception the
+    in-process environment raised on the model's text (no service stands between them) is the model's
+    episode failing: it is scored, reward 0, with the exception as its `env_error`, and the run goes on.
     """
     driven = Driven()
     try:
@@ -76,6 +79,14 @@ async def play(
             "cut": driven.cut,
             "llm_calls": driven.calls,
             "error": error,
+        }
+    except Exception as exc:  # in-process, the environment's own failure on the model's text
+        record = {
+            "task_id": task_id,
+            "reward": 0.0,
+            "cut": driven.cut,
+            "llm_calls": driven.calls,
+            "env_error": one_line(f"{type(exc).__name__}: {exc}"),
         }
     return Played(record, {"task_id": task_id, "protocol": protocol, "actions": driven.actions})
 

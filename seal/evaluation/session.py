@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import sys
 from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
@@ -101,15 +102,39 @@ async def budgeted_endpoint(
         yield endpoint, budget
 
 
+NO_SPACE = 3
+"""`seal eval`'s exit status when the disk (or the user's quota) is full: not a bad argument (2)."""
+
+
+def _out_of_space(exc: BaseException) -> bool:
+    """Whether `exc`, or the OSError it was raised from, is a full disk or quota (a group's leaves are asked
+    one by one: an episode's write fails inside the run's task group)."""
+    cause = exc if isinstance(exc, OSError) else exc.__cause__
+    return isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
 def run_to_exit(run: Coroutine[Any, Any, T], out: Path) -> tuple[T | None, int]:
     """Run a whole evaluation; on failure print its one line and give `seal eval`'s exit status: 1 the
-    preflight failed (nothing written), 2 bad arguments or an unusable output folder, 130 interrupted."""
+    preflight failed (nothing written), 2 bad arguments or an unusable output folder, `NO_SPACE` the disk
+    (or quota) filled, 130 interrupted."""
     try:
         return asyncio.run(run), 0
     except PreflightError as exc:
         print(f"seal eval: error: {exc}", file=sys.stderr)
         return None, 1
-    except (OutputError, ValueError, OSError) as exc:
+    except (OutputError, OSError, ExceptionGroup) as exc:
+        if isinstance(exc, ExceptionGroup) and exc.subgroup(_out_of_space) is None:
+            raise
+        if not isinstance(exc, ExceptionGroup) and not _out_of_space(exc):
+            print(f"seal eval: error: {exc}", file=sys.stderr)
+            return None, 2
+        print(
+            f"seal eval: error: no space left on the disk of {out}; finished work is in it: free space and "
+            "rerun with --resume",
+            file=sys.stderr,
+        )
+        return None, NO_SPACE
+    except ValueError as exc:
         print(f"seal eval: error: {exc}", file=sys.stderr)
         return None, 2
     except KeyboardInterrupt:

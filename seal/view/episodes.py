@@ -24,7 +24,7 @@ from seal.reports.pass_rate import passed
 from seal.reports.tables import SHORT_NAMES
 from seal.tocf.apatch import APatchConfig, static_weight
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
-from seal.view.sources import Source, SourceEpisode, ViewInputError
+from seal.view.sources import Source, SourceEpisode
 
 MODE_NOTES = {
     "eval": "eval mode: the raw interface, byte-identical to the base prompt (Ω is shown to training "
@@ -65,7 +65,7 @@ class PageData:
 def build(sources: list[Source]) -> PageData:
     """Replay every episode of `sources` (an action log met twice is replayed once)."""
     data = PageData()
-    replays: dict[str, Replayed] = {}
+    replays: dict[str, Replayed | str] = {}
     total = sum(len(source.episodes) for source in sources)
     with tqdm(total=total, desc="replaying", unit="episode", disable=None) as bar:
         for index, source in enumerate(sources):
@@ -87,7 +87,7 @@ def build(sources: list[Source]) -> PageData:
 
 
 def _episode(
-    index: int, source: Source, episode: SourceEpisode, texts: Texts, replays: dict[str, Replayed]
+    index: int, source: Source, episode: SourceEpisode, texts: Texts, replays: dict[str, Replayed | str]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     recorded = episode.recorded
     category = recorded.get("category") or category_of(episode.task_id)
@@ -108,12 +108,11 @@ def _episode(
         "recorded": {key: value for key, value in recorded.items() if key != "evidence"},
     }
     if episode.log is None:
-        labels = recorded.get("labels") or []
-        detail["missing"] = "this row holds no action log: the conversation cannot be rebuilt"
-        row.update(reward=recorded["reward"], labels=labels, diff=0)
-        row["pass"] = passed(row["reward"])
-        return row, detail
+        return _not_rebuilt(row, detail, recorded, "this row holds no action log")
     replayed = _replayed(episode, episode.log, replays)
+    if isinstance(replayed, str):
+        row["error"] = row["error"] or "cannot be replayed"
+        return _not_rebuilt(row, detail, recorded, f"this episode cannot be replayed ({replayed})")
     result = replayed.result
     diff = _disagreements(recorded, replayed)
     labels = recorded.get("labels") or result.labels
@@ -131,7 +130,20 @@ def _episode(
     return row, detail
 
 
-def _replayed(episode: SourceEpisode, log: dict[str, Any], replays: dict[str, Replayed]) -> Replayed:
+def _not_rebuilt(
+    row: dict[str, Any], detail: dict[str, Any], recorded: dict[str, Any], why: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The row and detail of an episode shown as recorded, with `why` its conversation is not."""
+    detail["missing"] = f"{why}: the conversation cannot be rebuilt"
+    row.update(reward=recorded.get("reward", 0.0), labels=recorded.get("labels") or [], diff=0)
+    row["pass"] = passed(row["reward"])
+    return row, detail
+
+
+def _replayed(
+    episode: SourceEpisode, log: dict[str, Any], replays: dict[str, Replayed | str]
+) -> Replayed | str:
+    """The episode played again, or why it cannot be (one such episode is marked, not the folder refused)."""
     recorded = episode.recorded
     taxonomy = recorded.get("taxonomy") if recorded.get("taxonomy") in TAXONOMIES else DEFAULT_TAXONOMY
     cut = recorded.get("cut") if recorded.get("cut") in CUTS else None
@@ -139,10 +151,8 @@ def _replayed(episode: SourceEpisode, log: dict[str, Any], replays: dict[str, Re
     if key not in replays:
         try:
             replays[key] = replay_steps(log, taxonomy=taxonomy, cut=cut)
-        except ValueError as exc:
-            raise ViewInputError(
-                f"{episode.where}: cannot replay it ({' '.join(str(exc).split())})"
-            ) from None
+        except Exception as exc:  # an environment failure on one episode must not refuse the folder
+            replays[key] = " ".join(str(exc).split()) or type(exc).__name__
     return replays[key]
 
 

@@ -65,10 +65,15 @@ def page_html(data: PageData, title: str) -> str:
 
 
 def write_page(data: PageData, title: str, out: Path) -> int:
-    """Write the page to `out` (through a temporary file, so a reader never sees half of it); its size."""
+    """Write the page to `out` (through a temporary file, so a reader never sees half of it, removed when
+    the write fails: a full disk leaves nothing behind); its size."""
     text = page_html(data, title)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(out)
+    try:
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(out)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return out.stat().st_size

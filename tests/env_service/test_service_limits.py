@@ -1,7 +1,9 @@
-"""Unfinished requests cannot hold the service: a request whose head or body stalls is answered 408 and its
-connection closed after `--read-timeout` (an idle kept-alive connection is not), and past
-`--max-connections` a request is answered 503 at once; the memory the stalled bodies held is given back.
-A real uvicorn, configured as `serve` configures it."""
+"""Unfinished requests cannot hold the service: a request whose head stalls is answered 408 and its
+connection closed after `--head-timeout`, one whose body stalls after `--read-timeout` (an idle kept-alive
+connection is not), and past `--max-connections` a request is answered 503 at once; the memory the stalled
+bodies held is given back. A head past `--max-head-bytes` is answered 431 before it is kept, and heads
+that never end leave room for clients that send theirs. A real uvicorn, configured as `serve` configures
+it."""
 
 from __future__ import annotations
 
@@ -68,7 +70,7 @@ def test_a_body_that_stalls_is_answered_408_and_its_connection_closed_after_the_
 
 @pytest.mark.parametrize("sent", [b"", b"POST /episodes HTTP/1.1\r\nhost: env\r\ncontent-le"])
 def test_a_head_that_stalls_is_answered_408_and_its_connection_closed_after_the_timeout(sent):
-    with service(read_timeout_s=1.0) as port, socket.create_connection(("127.0.0.1", port)) as conn:
+    with service(head_timeout_s=1.0) as port, socket.create_connection(("127.0.0.1", port)) as conn:
         conn.settimeout(30)
         conn.sendall(sent)
         started = time.monotonic()
@@ -137,7 +139,63 @@ def test_the_default_cap_leaves_room_for_a_request_on_every_open_episode():
     )
 
 
-@pytest.mark.parametrize("options", [{"max_connections": -1}, {"read_timeout_s": 0.0}])
+def test_a_head_past_its_limit_is_answered_431_and_closed_before_it_is_kept():
+    """8 MB of header fields, sent as a client would; the service stops reading at the limit."""
+    field = b"x-padding: " + b"a" * 8190 + b"\r\n"
+    with service(max_head_bytes=65_536) as port:
+        tracemalloc.start()
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as conn:
+                conn.sendall(b"GET /healthz HTTP/1.1\r\nhost: env\r\n")
+                with contextlib.suppress(OSError):  # the service closes the connection while we send
+                    for _ in range(1024):
+                        conn.sendall(field)
+                reply = answer(conn)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert get_healthz(port).startswith(b"HTTP/1.1 200 ")
+    assert reply.startswith(b"HTTP/1.1 431 ") and b"request head too large" in reply
+    assert peak < 2 << 20  # the 8 MB were never held
+
+
+def test_a_head_within_its_limit_with_a_body_in_the_same_packet_is_served():
+    """Only the head counts against its limit, however the bytes arrive."""
+    body = b'{"task_id": "multi_turn_base_0", "mode": "train"' + b" " * 200_000 + b"}"
+    with (
+        service(max_head_bytes=1024) as port,
+        socket.create_connection(("127.0.0.1", port), timeout=30) as conn,
+    ):
+        conn.sendall(
+            b"POST /episodes?x=1 HTTP/1.1\r\nhost: env\r\nconnection: close\r\ncontent-type: "
+            b"application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        reply = answer(conn)
+    assert not reply.startswith(b"HTTP/1.1 431 ") and reply.startswith(b"HTTP/1.1 ")
+
+
+def test_slow_heads_leave_room_for_clients_that_send_theirs():
+    """Twice as many never-ending heads as the cap: the oldest are closed to make room, none counts as
+    served, and health checks are answered among them."""
+    with service(max_connections=8, head_timeout_s=60.0) as port:
+        slow = []
+        for _ in range(16):
+            conn = socket.create_connection(("127.0.0.1", port), timeout=30)
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nhost: env\r\n")
+            slow.append(conn)
+        time.sleep(0.3)
+        answers = [get_healthz(port) for _ in range(5)]
+        evicted = [answer(conn) for conn in slow[:8]]
+        for conn in slow:
+            conn.close()
+    assert all(reply.startswith(b"HTTP/1.1 200 ") for reply in answers), answers
+    assert all(reply.startswith(b"HTTP/1.1 408 ") for reply in evicted)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"max_connections": -1}, {"read_timeout_s": 0.0}, {"head_timeout_s": 0.0}, {"max_head_bytes": 0}],
+)
 def test_a_bad_limit_is_refused_in_one_line(options):
     with pytest.raises(ValueError) as refused:
         ServiceSettings.from_options(**options)

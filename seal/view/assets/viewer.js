@@ -1,6 +1,17 @@
 "use strict";
 // seal view: the episodes table, one episode turn by turn, two episodes side by side.
-// Every text from the data is put on the page as a Text node (textContent), never parsed as HTML.
+// Every text from the data is put on the page as a Text node (textContent), never parsed as HTML, with
+// its invisible characters shown as escapes (visibleText).
+
+// Bidi controls (U+202E shows "txt.exe" as "exe.txt"), other format characters (zero-width ones),
+// control characters but tab, newline and carriage return, and the line and paragraph separators:
+// each becomes a visible \uXXXX.
+const INVISIBLE = /[\p{Cf}\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u2028\u2029]/gu;
+
+function visibleText(text) {
+  return text.replace(INVISIBLE, (c) => "\\u" + c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0"));
+}
+
 (async function () {
   const $ = (id) => document.getElementById(id);
 
@@ -13,7 +24,7 @@
     }
     for (const child of children.flat(Infinity)) {
       if (child === null || child === undefined || child === false) continue;
-      node.append(child instanceof Node ? child : String(child));
+      node.append(child instanceof Node ? child : visibleText(String(child)));
     }
     return node;
   }
