@@ -27,7 +27,7 @@ def _fail(message: str) -> int:
 def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict], list[dict], int]:
     """The validated action logs of `--input`, their result lines, and the exit status (0: all replayed)."""
     from seal.env.replay import ActionLogError, read_action_logs, replay
-    from seal.reports.tables import episode_record
+    from seal.results.tables import episode_record
 
     try:
         logs = read_action_logs(args.input)
@@ -60,7 +60,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             args.out.write_text(lines, encoding="utf-8")
         except OSError as exc:
             return _fail(f"cannot write --out {args.out}: {exc.strerror}")
-    from seal.reports.pass_rate import passed
+    from seal.results.pass_rate import passed
 
     count = sum(passed(record["reward"]) for record in records)
     print(f"{count}/{len(records)} episodes pass", file=sys.stderr)
@@ -68,7 +68,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from seal.reports.tables import markdown_table, plot_label_shares, run_name, summarize
+    from seal.results.tables import markdown_table, plot_label_shares, run_name, summarize
 
     if args.out.exists() and not args.out.is_dir():
         return _fail(f"--out {args.out} is a file; name a folder to write the diagnosis into")

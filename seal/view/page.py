@@ -20,7 +20,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from seal.reports.tables import LABEL_COLOURS, OTHER_COLOUR, label_order
+from seal.results.tables import LABEL_COLOURS, OTHER_COLOUR, label_order
 from seal.view.episodes import PageData
 
 ASSETS = files("seal.view") / "assets"
