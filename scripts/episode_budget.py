@@ -37,7 +37,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
 from seal.bfcl.tasks import CATEGORIES, GROUND_TRUTH_DEFECTS, SPLITS, load_tasks, split_ids  # noqa: E402
-from seal.reports.pass_rate import passed  # noqa: E402
+from seal.results.pass_rate import passed  # noqa: E402
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig

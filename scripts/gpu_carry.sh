@@ -52,4 +52,5 @@ pack() {  # pack FOLDER PREFIX: tar the folder and split it into OUT/c_<PREFIX>N
 pack whl part c
 pack sdeps dpart d
 pack ood opart o
-ls -d "$dest"/c_part?? "$dest"/d_dpart?? "$dest"/o_opart?? "$dest"/q_qpart?? 2>/dev/null | sed 's/^/carry: /'
+shopt -s nullglob  # no Qwen wheels given: no q_qpart folder, and still a success
+for folder in "$dest"/c_part?? "$dest"/d_dpart?? "$dest"/o_opart?? "$dest"/q_qpart??; do echo "carry: $folder"; done

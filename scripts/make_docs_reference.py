@@ -226,8 +226,33 @@ def settings_page() -> str:
         *settings_tables(EvalRequest, "", "seal eval", flags=True),
         *settings_tables(MemorySettings, "", "seal eval --suite bfcl_v4_memory", flags=True),
         *settings_tables(Tau2Settings, "", "seal eval --suite tau2", flags=True),
+        *launch_rules_section(),
     ]
     return "\n".join(lines)
+
+
+def launch_rules_section() -> list[str]:
+    """The launch rule table (seal/trainer/launch/rules.py), one row a rule, in the order a launch meets
+    them."""
+    from seal.trainer.launch.rules import COST_ORDER, RULES
+
+    ordered = sorted(RULES, key=lambda rule: COST_ORDER.index(rule.cost))
+    rows = [
+        (", ".join(f"`{key}`" for key in rule.keys), rule.allowed, rule.why, rule.cost, f"`{rule.checker}`")
+        for rule in ordered
+    ]
+    return [
+        "## Launch rules",
+        "",
+        "Every rule `launcher.py` (`seal train`) enforces before anything starts, from the table in "
+        "`seal/trainer/launch/rules.py`, cheapest first: `command` and `compose` rows read the command line, "
+        "`config` and `files` rows the composed values (before verl, Ray or torch are imported), `engine` "
+        "rows need verl's classes, `machine` and `service` rows this machine and the environment service. A "
+        "value a rule refuses gets one line naming the key and what is allowed (exit status 2).",
+        "",
+        table(("keys", "allowed", "why", "cost", "checked by"), rows),
+        "",
+    ]
 
 
 # -- experiments ----------------------------------------------------------------------------------------

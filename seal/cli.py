@@ -28,7 +28,7 @@ def _replay_logs(args: argparse.Namespace, with_labels: bool) -> tuple[list[dict
     """The validated action logs of `--input` that replayed, their result lines, and the exit status (0: some
     replayed; each one that could not is skipped with a line on standard error)."""
     from seal.env.replay import ActionLogError, read_action_logs, replay
-    from seal.reports.tables import episode_record
+    from seal.results.tables import episode_record
 
     try:
         logs = read_action_logs(args.input)
@@ -68,7 +68,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             args.out.write_text(lines, encoding="utf-8")
         except OSError as exc:
             return _fail(f"cannot write --out {args.out}: {exc.strerror}")
-    from seal.reports.pass_rate import passed
+    from seal.results.pass_rate import passed
 
     count = sum(passed(record["reward"]) for record in records)
     print(f"{count}/{len(records)} episodes pass", file=sys.stderr)
@@ -76,7 +76,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from seal.reports.tables import markdown_table, plot_label_shares, run_name, summarize
+    from seal.results.tables import markdown_table, plot_label_shares, run_name, summarize
 
     if args.out.exists() and not args.out.is_dir():
         return _fail(f"--out {args.out} is a file; name a folder to write the diagnosis into")

@@ -89,7 +89,7 @@ def test_a_folder_given_as_input_is_named_as_a_folder(tmp_path, capsys):
     ("relative", "run"), [("qwen_eval/actions.jsonl", "qwen_eval"), ("logs_a.jsonl", "logs_a")]
 )
 def test_the_label_chart_is_titled_by_the_run_not_by_the_file(relative, run, tmp_path, monkeypatch):
-    import seal.reports.tables as tables
+    import seal.results.tables as tables
 
     titles = []
     monkeypatch.setattr(tables, "plot_label_shares", lambda summary, path, title: titles.append(title))

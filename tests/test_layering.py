@@ -200,3 +200,19 @@ def test_only_the_cli_imports_the_viewer_and_the_viewer_never_imports_the_traine
     others.remove(cli)
     assert violations(others, lambda _, name: within(name, "seal.view")) == []
     assert violations(modules_under("seal/view"), lambda _, name: within(name, "seal.trainer")) == []
+
+
+def test_the_shared_records_lie_below_evaluation_and_reports():
+    """Pass rates, endings, tables and the eval folder's file names (seal/results) import neither package,
+    and the two import each other in no direction."""
+    records = violations(
+        modules_under("seal/results"),
+        lambda _, name: within(name, "seal.evaluation") or within(name, "seal.reports"),
+    )
+    evaluation_to_reports = violations(
+        modules_under("seal/evaluation"), lambda _, name: within(name, "seal.reports")
+    )
+    reports_to_evaluation = violations(
+        modules_under("seal/reports"), lambda _, name: within(name, "seal.evaluation")
+    )
+    assert records == [] and evaluation_to_reports == [] and reports_to_evaluation == []

@@ -37,8 +37,8 @@ from seal.evaluation.samples import sample_folder, sample_seed, sampled_summary,
 from seal.evaluation.session import DEFAULT_KEY_ENV, EndpointSettings, budgeted_endpoint, run_to_exit
 from seal.evaluation.store import OutputError, RunFolder
 from seal.flags import add_flags, setting, settings_from_flags
-from seal.reports.endings import endings, endings_line
-from seal.reports.tables import markdown_table, summarize
+from seal.results.endings import endings, endings_line
+from seal.results.tables import markdown_table, summarize
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
 from seal.urls import masked_url
 

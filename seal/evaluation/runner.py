@@ -24,9 +24,9 @@ from seal.env.store import one_line
 from seal.evaluation.budget import BudgetedChat, ContextBudget
 from seal.evaluation.endpoint import ChatEndpoint
 from seal.evaluation.store import RunFolder
-from seal.reports.endings import ends_in_loop
-from seal.reports.pass_rate import pass_rates
-from seal.reports.tables import episode_record
+from seal.results.endings import ends_in_loop
+from seal.results.pass_rate import pass_rates
+from seal.results.tables import episode_record
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Played:
     """One finished episode: its §4.4 line (with "error" when the endpoint failed it) and its action log.
 
     An episode the endpoint failed is not the model's result: it is listed, not scored. Every line says
-    whether its replies end in an identical-call loop (`looped`, seal/reports/endings.py), whichever suite
+    whether its replies end in an identical-call loop (`looped`, seal/results/endings.py), whichever suite
     played it.
     """
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from seal.bfcl.tasks import category_of
-from seal.reports.pass_rate import category_order, passed
-from seal.reports.tables import SHORT_NAMES
+from seal.results.pass_rate import category_order, passed
+from seal.results.tables import SHORT_NAMES
 
 
 def sample_folder(out: Path, sample: int) -> Path:

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-ACTIONS = "actions.jsonl"
-EPISODES = "episodes.jsonl"
-RUN = "run.json"
+from seal.results.files import ACTIONS, EPISODES, RUN
+
 SUMMARY_JSON = "summary.json"
 SUMMARY_MD = "summary.md"
 MUST_MATCH = ("model", "protocol", "taxonomy")

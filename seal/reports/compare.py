@@ -32,12 +32,12 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from seal.bfcl.tasks import CATEGORIES, category_of
-from seal.evaluation.store import RUN
 from seal.jsonl import JsonLinesError, json_objects
 from seal.reports.eval_folder import is_eval_folder, read_episodes
-from seal.reports.pass_rate import PassRates, SplitScore, pass_rates, score_rows
 from seal.reports.runs import RunError, dump_rows, split_of, test_scores
-from seal.reports.tables import SHORT_NAMES
+from seal.results.files import RUN
+from seal.results.pass_rate import PassRates, SplitScore, pass_rates, score_rows
+from seal.results.tables import SHORT_NAMES
 from seal.urls import masked_text, masked_values
 
 RECORDS = "launcher_record"

@@ -2,9 +2,9 @@
 
 Reads the folder `seal eval --out DIR` writes (seal/evaluation/store.py): `episodes.jsonl` (reward, labels,
 `cut` and `llm_calls` per episode) and `actions.jsonl` (each episode's model calls). Prints the pass rate and
-the ground-truth turns' label shares per category (`seal.reports.tables.summarize`, as `seal eval` prints
+the ground-truth turns' label shares per category (`seal.results.tables.summarize`, as `seal eval` prints
 them), then per category the episodes a limit cut (context window, call limit, generation length) and those
-that end in a loop (`seal.reports.endings`, as `seal eval` counts them); writes report.md and labels.png into
+that end in a loop (`seal.results.endings`, as `seal eval` counts them); writes report.md and labels.png into
 the --out folder.
 Endpoint failures are left out of the pass rate, as `seal eval` leaves them.
 """
@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from seal.bfcl.tasks import category_of
-from seal.evaluation.store import ACTIONS, EPISODES, RUN
 from seal.jsonl import json_objects
 from seal.protocol import DEFAULT_PROTOCOL
-from seal.reports.endings import LOOP_CALLS, ends_in_loop
-from seal.reports.pass_rate import category_order
-from seal.reports.tables import SHORT_NAMES, markdown_table, plot_label_shares, summarize
+from seal.results.endings import LOOP_CALLS, ends_in_loop
+from seal.results.files import ACTIONS, EPISODES, RUN
+from seal.results.pass_rate import category_order
+from seal.results.tables import SHORT_NAMES, markdown_table, plot_label_shares, summarize
 
 CUTS = ("context", "calls", "generation")
 """The limits that cut an eval episode (seal/evaluation/runner.py `cut`)."""

@@ -45,8 +45,8 @@ from typing import Any
 from seal.bfcl.tasks import CATEGORIES, SPLITS, split_ids
 from seal.jsonl import JsonLinesError, json_objects
 from seal.reports import table2
-from seal.reports.pass_rate import SplitScore, score_rows
-from seal.reports.tables import SHORT_NAMES, colour_of, label_order, legend_as_stacked
+from seal.results.pass_rate import SplitScore, score_rows
+from seal.results.tables import SHORT_NAMES, colour_of, label_order, legend_as_stacked
 from seal.tocf.labels import EXCLUDED
 
 STEPS_FILE = "seal_steps.jsonl"

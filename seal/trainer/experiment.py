@@ -1,7 +1,8 @@
 """Experiment configs: compose an exp/*.yaml with overrides, check it, train it (GPUs only for `train`).
 
     cfg = compose_experiment(Path("exp/SEAL.yaml"), ["trainer.total_epochs=1"])
-    validate_experiment(cfg)     # verl's validate_config, the V1 trainer, the `seal:` section's checks
+    check_values(cfg)            # the `seal:` section's and the launch rules' checks: no verl import
+    validate_experiment(cfg)     # those, then verl's validate_config
     train(cfg)                   # what verl's main() does, with SealTaskRunner
 
 Relative data paths in a config are relative to the project root; relative output folders
@@ -83,27 +84,33 @@ def _project_path(value: str | ListConfig) -> str | list[str]:
     return str(path if path.is_absolute() else PROJECT_ROOT / path)
 
 
-def validate_experiment(config: DictConfig, check_data: bool = True) -> SealSettings:
-    """Run the `seal:` checks, SEAL's launch checks and verl's `validate_config` (its batch checks whatever
-    the micro-batching); return the settings. ExperimentError if wrong."""
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import validate_config
-
-    from seal.trainer.launch.checks import LaunchCheckError, check_launch_config, check_verl_batches
-    from seal.trainer.launch.vllm_absent import for_verl_checks
+def check_values(config: DictConfig) -> SealSettings:
+    """The `seal:` section's checks and the launch rules' `config` rows (seal/trainer/launch/rules.py), which
+    read the composed values only: no verl, Ray or torch is imported, so a wrong value is refused at once.
+    Return the settings; ExperimentError if wrong."""
+    from seal.trainer.launch.rules import LaunchCheckError, check_launch_config
 
     try:
         settings = settings_from_config(config)
     except (ValueError, OmegaConfBaseException) as exc:
         raise ExperimentError(f"seal: {_one_line(exc)}") from exc
-    if not config.trainer.use_v1:
-        raise ExperimentError(
-            "trainer.use_v1=false: SEAL runs on verl's V1 trainer (TransferQueue) only; leave it true"
-        )
     try:
         check_launch_config(config, settings)
     except LaunchCheckError as exc:
         raise ExperimentError(str(exc)) from exc
+    return settings
+
+
+def validate_experiment(config: DictConfig, check_data: bool = True) -> SealSettings:
+    """Run `check_values` and verl's `validate_config` (its batch checks whatever the micro-batching); return
+    the settings. ExperimentError if wrong."""
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    from seal.trainer.launch.checks import check_verl_batches
+    from seal.trainer.launch.vllm_absent import for_verl_checks
+
+    settings = check_values(config)
     roles = {"use_reference_policy": need_reference_policy(config), "use_critic": need_critic(config)}
     checkable = for_verl_checks(config)
     try:

@@ -19,9 +19,9 @@ from seal.bfcl.tasks import category_of
 from seal.env.action_limit import kept_action
 from seal.env.context_limits import CUTS
 from seal.env.replay import Replayed, replay_steps
-from seal.reports.endings import ends_in_loop
-from seal.reports.pass_rate import passed
-from seal.reports.tables import SHORT_NAMES
+from seal.results.endings import ends_in_loop
+from seal.results.pass_rate import passed
+from seal.results.tables import SHORT_NAMES
 from seal.tocf.apatch import APatchConfig, static_weight
 from seal.tocf.labels import DEFAULT_TAXONOMY, TAXONOMIES
 from seal.view.sources import Source, SourceEpisode

@@ -20,7 +20,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from seal.reports.tables import LABEL_COLOURS, OTHER_COLOUR, label_order
+from seal.results.tables import LABEL_COLOURS, OTHER_COLOUR, label_order
 from seal.tocf.diagnosis import RULE_WORDS
 from seal.tocf.labels import LABEL_MEANINGS
 from seal.view.episodes import PageData

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from seal.env.replay import ActionLogError, parse_action_log, read_action_logs
-from seal.evaluation.store import ACTIONS, EPISODES, RUN
 from seal.jsonl import JsonLinesError, json_objects, parse_line
 from seal.reports.runs import CHECKPOINT_PREFIX, STEPS_FILE, dump_lines
+from seal.results.files import ACTIONS, EPISODES, RUN
 
 
 class ViewInputError(ValueError):

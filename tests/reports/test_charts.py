@@ -9,8 +9,8 @@ import pytest
 from matplotlib.colors import to_rgb
 
 from seal.bfcl.tasks import CATEGORIES
-from seal.reports.pass_rate import SplitScore
-from seal.reports.tables import LABEL_COLOURS, SHORT_NAMES, label_order, label_shares_figure
+from seal.results.pass_rate import SplitScore
+from seal.results.tables import LABEL_COLOURS, SHORT_NAMES, label_order, label_shares_figure
 
 SUMMARY = {
     "by_category": {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from seal.protocol.ground_truth import END_OF_TURN as DONE
-from seal.reports.endings import LOOP_CALLS, endings, endings_line, ends_in_loop
+from seal.results.endings import LOOP_CALLS, endings, endings_line, ends_in_loop
 
 CALL = '<tool_call>\n{"name": "ls", "arguments": {}}\n</tool_call>'
 

@@ -12,7 +12,7 @@ from seal.bfcl.tasks import get_task, split_ids
 from seal.cli import main as seal
 from seal.evaluation.command import add_eval_arguments, run_eval_command
 from seal.protocol import DEFAULT_PROTOCOL, get_protocol
-from seal.reports.tables import SHORT_NAMES
+from seal.results.tables import SHORT_NAMES
 from tests.support.scripted_endpoint import Script, serve
 
 TASKS = [

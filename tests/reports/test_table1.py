@@ -15,7 +15,7 @@ import pytest
 
 from seal.bfcl.tasks import CATEGORIES, category_of, split_ids
 from seal.evaluation.command import add_eval_arguments, run_eval_command
-from seal.reports.tables import SHORT_NAMES
+from seal.results.tables import SHORT_NAMES
 from tests.support.run_folders import write_dump, write_launch, write_training
 from tests.support.script_module import load_script
 from tests.support.scripted_endpoint import Script, serve

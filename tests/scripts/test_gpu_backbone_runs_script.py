@@ -17,9 +17,9 @@ import pytest
 from verl.utils.config import omega_conf_to_dataclass
 
 from seal.trainer.launch import command as launcher
-from seal.trainer.launch.checks import check_launch_config
 from seal.trainer.launch.kernel import configure_attention
 from seal.trainer.launch.liger import liger_uses
+from seal.trainer.launch.rules import check_launch_config
 from seal.trainer.rl.task_runner import TRANSFER_QUEUE_READY, TRANSFER_QUEUE_STARTING
 from seal.trainer.settings import settings_from_config
 from tests.support.script_module import load_script

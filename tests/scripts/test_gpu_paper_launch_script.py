@@ -16,8 +16,8 @@ import pytest
 from verl.utils.config import omega_conf_to_dataclass
 
 from seal.trainer.launch import command as launcher
-from seal.trainer.launch.checks import check_launch_config
 from seal.trainer.launch.override_types import check_override_types
+from seal.trainer.launch.rules import check_launch_config
 from seal.trainer.settings import settings_from_config
 from tests.support.script_module import load_script
 

@@ -26,7 +26,7 @@ from seal.env.replay import replay_steps
 from seal.evaluation.store import RunFolder
 from seal.protocol import DEFAULT_PROTOCOL
 from seal.protocol.ground_truth import END_OF_TURN, ground_truth_actions
-from seal.reports.tables import episode_record, markdown_table, summarize
+from seal.results.tables import episode_record, markdown_table, summarize
 from seal.trainer.rl.trajectory import TrajectoryFields
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

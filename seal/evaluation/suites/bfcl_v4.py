@@ -32,7 +32,7 @@ from seal.evaluation.suites.agentic import AgenticItem, Backend, converse, playe
 from seal.evaluation.suites.common import Suite, SuiteRequest, SuiteRun, endpoint_errors
 from seal.evaluation.suites.extras import memory_missing, web_search_missing
 from seal.flags import comma_list, setting
-from seal.reports.pass_rate import pass_rates
+from seal.results.pass_rate import pass_rates
 
 MEMORY_BACKENDS = ("kv", "vector", "rec_sum")
 BACKEND_NAMES = {"kv": "KV", "vector": "Vector", "rec_sum": "Rec. Sum"}

@@ -29,7 +29,7 @@ from seal.evaluation.session import EndpointSettings, budgeted_endpoint, run_to_
 from seal.evaluation.store import OutputError, RunFolder
 from seal.evaluation.suites.extras import go_offline
 from seal.flags import add_flags, settings_from_flags
-from seal.reports.endings import endings, endings_line
+from seal.results.endings import endings, endings_line
 from seal.urls import masked_url
 
 

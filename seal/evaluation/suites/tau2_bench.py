@@ -32,7 +32,7 @@ from seal.evaluation.runner import Played
 from seal.evaluation.suites.common import Suite, SuiteRequest, SuiteRun, endpoint_errors
 from seal.evaluation.suites.extras import tau2_missing
 from seal.flags import comma_list, setting
-from seal.reports.pass_rate import passed
+from seal.results.pass_rate import passed
 from seal.urls import masked_url
 
 DOMAINS = ("airline", "retail", "telecom")

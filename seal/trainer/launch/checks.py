@@ -1,14 +1,9 @@
-"""The values of a composed RL config that cannot train, refused before anything starts, each in one line
-that names the key and what is allowed.
+"""The launch checks that need more than the composed config's values (those are rows of
+seal/trainer/launch/rules.py): verl's batch checks under static micro-batches, the model path against the
+filesystem and the Hub's id syntax, and `--test`'s checkpoint protocol.
 
-verl's own checks are not enough: `validate_config` skips its batch checks under packed micro-batches
-(`actor.use_dynamic_bsz`, SEAL's default), so `check_verl_batches` runs them on a copy with static
-micro-batches; and neither verl nor Hydra checks ranges (`data.train_batch_size=-3` used to plan "-134
-steps per epoch", `0` to divide by zero). The checks here are what SEAL adds: ranges, the batch against
-the train rows, the mini-batch and the GPUs, a run length that `trainer.total_epochs` would cut short
-(seal/trainer/launch/run_length.py), A-Patch weights of labels the taxonomy never emits, settings verl's
-engine fails on mid-step (seal/trainer/launch/engine_limits.py), a model path that is neither a model folder
-nor a Hub id, and, for `--test`, checkpoints without val results.
+verl's `validate_config` skips its batch checks under packed micro-batches (`actor.use_dynamic_bsz`, SEAL's
+default), so `check_verl_batches` runs them on a copy with static micro-batches.
 """
 
 from __future__ import annotations
@@ -16,152 +11,18 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
-import math
-from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from seal.tocf.labels import DEFAULT_RHO, EXCLUDED, PAPER_LABELS, REFERENCE_LABELS
-from seal.trainer.launch.engine_limits import engine_limit_problem
-from seal.trainer.launch.run_length import run_length
-from seal.trainer.settings import SealSettings
+from seal.trainer.launch.rules import LaunchCheckError
 
-TAXONOMY_LABELS = {"reference": REFERENCE_LABELS, "paper": PAPER_LABELS}
 MICRO_BATCH_KEYS = (
     ("actor_rollout_ref.actor", "ppo_micro_batch_size"),
     ("actor_rollout_ref.ref", "log_prob_micro_batch_size"),
     ("actor_rollout_ref.rollout", "log_prob_micro_batch_size"),
 )
 """verl's micro-batch settings that static micro-batches need (each, or its deprecated global form)."""
-
-
-class LaunchCheckError(ValueError):
-    """A config value that cannot train; the message is one line naming the key and what is allowed."""
-
-
-@dataclass(frozen=True)
-class Allowed:
-    """The values a key takes: a number of `kind` from `low` (excluded when `open_low`) to `high`."""
-
-    key: str
-    kind: type
-    low: float
-    high: float = math.inf
-    open_low: bool = False
-    optional: bool = False
-    """null is allowed (and means verl's default)."""
-    note: str = ""
-
-    def describe(self) -> str:
-        what = "an integer" if self.kind is int else "a number"
-        bound = f"{'>' if self.open_low else '>='} {self.low:g}"
-        if self.high != math.inf:
-            bound += f" and <= {self.high:g}"
-        return f"{what} {bound}{', or null' if self.optional else ''}{self.note}"
-
-    def check(self, config: DictConfig) -> None:
-        value = OmegaConf.select(config, self.key)
-        if value is None and self.optional:
-            return
-        fits = type(value) is int or (self.kind is float and type(value) is float and math.isfinite(value))
-        if not fits or value > self.high or value < self.low or (self.open_low and value == self.low):
-            raise LaunchCheckError(f"{self.key}={value}: allowed: {self.describe()}")
-
-
-RANGES = (
-    Allowed("data.train_batch_size", int, 1),
-    Allowed("actor_rollout_ref.actor.ppo_mini_batch_size", int, 1),
-    Allowed("actor_rollout_ref.rollout.n", int, 1, note=" (rollouts per prompt)"),
-    Allowed("trainer.nnodes", int, 1),
-    Allowed("trainer.n_gpus_per_node", int, 1),
-    Allowed("data.max_prompt_length", int, 1),
-    Allowed("data.max_response_length", int, 1),
-    Allowed("actor_rollout_ref.rollout.max_model_len", int, 1, optional=True),
-    Allowed("actor_rollout_ref.rollout.gpu_memory_utilization", float, 0.0, 1.0, open_low=True),
-    Allowed("actor_rollout_ref.actor.optim.lr", float, 0.0, open_low=True),
-    Allowed("trainer.total_epochs", int, 1),
-    Allowed("trainer.total_training_steps", int, 1, optional=True),
-)
-
-
-def check_launch_config(config: DictConfig, settings: SealSettings) -> None:
-    """LaunchCheckError for the first value of `config` (a composed RL experiment) that cannot train."""
-    for allowed in RANGES:
-        allowed.check(config)
-    _check_train_max_samples(config)
-    _check_batches(config)
-    _check_run_length(config)
-    _check_rho_labels(settings)
-    problem = engine_limit_problem(config)
-    if problem is not None:
-        raise LaunchCheckError(problem)
-
-
-def _check_train_max_samples(config: DictConfig) -> None:
-    value = config.data.get("train_max_samples", -1)
-    if type(value) is not int or value == 0 or value < -1:
-        raise LaunchCheckError(
-            f"data.train_max_samples={value}: allowed: -1 (every train row) or an integer >= 1"
-        )
-
-
-def _check_batches(config: DictConfig) -> None:
-    data, trainer = config.data, config.trainer
-    actor, rollout = config.actor_rollout_ref.actor, config.actor_rollout_ref.rollout
-    length = run_length(config)
-    if data.train_batch_size > length.rows:
-        cut = f" (data.train_max_samples={length.rows} of {length.all_rows})" if length.is_cut else ""
-        raise LaunchCheckError(
-            f"data.train_batch_size={data.train_batch_size}: allowed: at most the {length.rows} train "
-            f"rows{cut}, or an epoch has no step"
-        )
-    if actor.ppo_mini_batch_size > data.train_batch_size:
-        raise LaunchCheckError(
-            f"actor_rollout_ref.actor.ppo_mini_batch_size={actor.ppo_mini_batch_size}: allowed: at most "
-            f"data.train_batch_size ({data.train_batch_size})"
-        )
-    gpus, trajectories = trainer.nnodes * trainer.n_gpus_per_node, data.train_batch_size * rollout.n
-    if trajectories % gpus:
-        raise LaunchCheckError(
-            f"trainer.n_gpus_per_node={trainer.n_gpus_per_node}: allowed: a GPU count that, times "
-            f"trainer.nnodes ({trainer.nnodes}), divides a step's {trajectories} trajectories "
-            f"(data.train_batch_size {data.train_batch_size} x actor_rollout_ref.rollout.n {rollout.n})"
-        )
-    model_len = rollout.get("max_model_len")
-    if model_len is not None and data.max_response_length >= model_len:
-        raise LaunchCheckError(
-            f"data.max_response_length={data.max_response_length}: allowed: less than "
-            f"actor_rollout_ref.rollout.max_model_len ({model_len}), which also holds the prompt"
-        )
-
-
-def _check_run_length(config: DictConfig) -> None:
-    """A `trainer.total_training_steps` that `trainer.total_epochs` would cut short is refused: verl's
-    loop ends at whichever comes first, silently."""
-    length = run_length(config)
-    if length.asked_steps is None or length.asked_steps <= length.epoch_steps:
-        return
-    raise LaunchCheckError(
-        f"trainer.total_epochs={length.epochs} ends the run after {length.epoch_steps} steps "
-        f"({length.steps_per_epoch} per epoch: {length.rows} train rows // data.train_batch_size "
-        f"{length.batch}), before trainer.total_training_steps={length.asked_steps}: allowed: "
-        f"trainer.total_epochs >= {length.epochs_needed}, or fewer steps"
-    )
-
-
-def _check_rho_labels(settings: SealSettings) -> None:
-    """ρ0 of a label A-Patch never weighs under the taxonomy (one it never emits, or a judge's error)
-    changes nothing; only DEFAULT_RHO's own entries, which cover both taxonomies, may stay at their
-    default."""
-    weighable = [label for label in TAXONOMY_LABELS[settings.taxonomy] if label not in EXCLUDED]
-    for label, weight in settings.apatch.rho.items():
-        if label in weighable or DEFAULT_RHO.get(label) == weight:
-            continue
-        raise LaunchCheckError(
-            f"seal.apatch.rho.{label}: A-Patch weighs no label {label!r} under seal.taxonomy="
-            f"{settings.taxonomy}; allowed: one of {', '.join(weighable)}"
-        )
 
 
 def check_verl_batches(config: DictConfig, use_reference_policy: bool, use_critic: bool) -> None:

@@ -139,11 +139,11 @@ def refusal_of(exc: BaseException) -> tuple[str, int] | None:
     if isinstance(exc, LaunchError):
         return str(exc), exc.status
     from seal.trainer.experiment import ExperimentError
-    from seal.trainer.launch.checks import LaunchCheckError
     from seal.trainer.launch.experiment_keys import ExperimentKeyError
     from seal.trainer.launch.kernel import AttentionError
     from seal.trainer.launch.override_keys import OverrideKeyError
     from seal.trainer.launch.override_types import OverrideTypeError
+    from seal.trainer.launch.rules import LaunchCheckError
 
     bad_config = (ExperimentError, ExperimentKeyError, LaunchCheckError, OverrideKeyError, OverrideTypeError)
     if isinstance(
@@ -184,9 +184,12 @@ def check_conf(conf: Path) -> None:
 def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     """Compose, resolve the attention kernel and build the settings once, check the data, bring up the
     environment and preflight it, print the plan; unless a dry run: record, train, test."""
+    from seal.trainer.launch.engine_notices import quiet_engine_notices, quiet_workers
+
+    quiet_engine_notices()
+    config = compose(args.conf, args.overrides)  # before the imports below: a wrong value answers at once
     from seal.trainer.experiment import validate_experiment
     from seal.trainer.launch.checks import check_model_path, check_test_protocol
-    from seal.trainer.launch.engine_notices import quiet_engine_notices, quiet_workers
     from seal.trainer.launch.environment import environment, multi_node_problem, preflight, service_row
     from seal.trainer.launch.holdout import TEST_FILE
     from seal.trainer.launch.kernel import configure_attention
@@ -198,8 +201,6 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
     from seal.trainer.preflight import check_data, data_files
     from seal.trainer.sft_settings import is_sft
 
-    quiet_engine_notices()
-    config = compose(args.conf, args.overrides)
     missing = missing_model(args.conf, config)
     if missing is not None:
         raise LaunchError(missing, status=2)
@@ -307,19 +308,25 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
 
 
 def compose(conf: Path, overrides: Sequence[str]) -> DictConfig:
-    """The experiment with its overrides, each override's type checked against the value it replaces
-    and its key against the keys something reads."""
-    from seal.trainer.experiment import compose_experiment
+    """The experiment with its overrides, checked cheapest first (seal/trainer/launch/rules.py): each
+    override's type against the value it replaces and its key against the keys something reads, then an RL
+    experiment's values, then the experiment file's keys (which may import verl's section dataclasses)."""
+    from seal.trainer.experiment import check_values, compose_experiment
     from seal.trainer.launch.experiment_keys import check_experiment_keys
+    from seal.trainer.launch.model_need import needs_model
     from seal.trainer.launch.override_keys import check_override_keys
     from seal.trainer.launch.override_types import check_override_types
+    from seal.trainer.sft_settings import is_sft
 
     defaults = compose_experiment(conf)
     if overrides:  # the command line's keys first: a key under a verl dataclass imports verl, for seconds
         check_override_types(defaults, overrides)
         check_override_keys(defaults, overrides)
+    config = compose_experiment(conf, overrides) if overrides else defaults
+    if not is_sft(config) and not needs_model(config):
+        check_values(config)
     check_experiment_keys(conf)
-    return compose_experiment(conf, overrides) if overrides else defaults
+    return config
 
 
 def gpu_problem(config: DictConfig) -> str | None:

@@ -1,5 +1,6 @@
 """Settings of verl's training engine that pass every config check but fail minutes into the first step,
-refused before anything starts (each seen on a GPU, 2026-11-26, one H200, Qwen2.5-7B shape):
+refused before anything starts by two rows of seal/trainer/launch/rules.py (each seen on a GPU, 2026-11-26,
+one H200, Qwen2.5-7B shape):
 
 - LoRA on FSDP1 (`actor.fsdp_config.strategy: fsdp`, verl's default). peft 0.21 picks an adapter's tensors
   by the module names of the model it is given; under FSDP1 those carry the nested `_fsdp_wrapped_module`
@@ -35,17 +36,21 @@ def uses_lora(config: DictConfig) -> bool:
     return bool(OmegaConf.select(config, "actor_rollout_ref.model.lora_rank", default=0))
 
 
-def engine_limit_problem(config: DictConfig) -> str | None:
-    """The one-line refusal of LoRA on FSDP1, or of a packed micro-batch budget below the longest
-    trajectory; None when neither holds (seal/trainer/launch/checks.py raises it)."""
+def lora_on_fsdp1_problem(config: DictConfig) -> str | None:
+    """The one-line refusal of LoRA on FSDP1, or None."""
     strategy = OmegaConf.select(config, "actor_rollout_ref.actor.fsdp_config.strategy", default="fsdp")
-    if uses_lora(config) and strategy == "fsdp":
-        return (
-            "actor_rollout_ref.model.lora_rank with actor_rollout_ref.actor.fsdp_config.strategy=fsdp: "
-            "under FSDP1 verl hands vLLM no adapter tensor (peft 0.21 names them by FSDP1's wrapped "
-            "modules) and the first weight sync fails; allowed: fsdp2, set "
-            + " ".join(f"{key}=fsdp2" for key in FSDP2_KEYS)
-        )
+    if not (uses_lora(config) and strategy == "fsdp"):
+        return None
+    return (
+        "actor_rollout_ref.model.lora_rank with actor_rollout_ref.actor.fsdp_config.strategy=fsdp: "
+        "under FSDP1 verl hands vLLM no adapter tensor (peft 0.21 names them by FSDP1's wrapped "
+        "modules) and the first weight sync fails; allowed: fsdp2, set "
+        + " ".join(f"{key}=fsdp2" for key in FSDP2_KEYS)
+    )
+
+
+def token_budget_problem(config: DictConfig) -> str | None:
+    """The one-line refusal of a packed micro-batch budget below the longest trajectory, or None."""
     if not config.actor_rollout_ref.actor.get("use_dynamic_bsz", False):
         return None
     longest = config.data.max_prompt_length + config.data.max_response_length

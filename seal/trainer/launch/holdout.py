@@ -19,8 +19,8 @@ from typing import Any
 from omegaconf import DictConfig
 
 from seal.dataset import DATA_DIR
-from seal.reports.pass_rate import SplitScore
 from seal.reports.runs import CHECKPOINT_PREFIX, REPORT_NAME, read_dump, validation_history
+from seal.results.pass_rate import SplitScore
 from seal.trainer.experiment import train
 
 TEST_FILE = DATA_DIR / "bfcl_test.parquet"

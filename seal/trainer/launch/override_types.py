@@ -47,7 +47,8 @@ def _check(defaults: DictConfig, override: Override) -> None:
     if value is None or default is ABSENT or (isinstance(value, str) and "${" in value):
         return
     expected = _scalar_type(default)
-    if expected is int and _declared_float(defaults, override.key_or_group):
+    # an int fits either way; verl's dataclass (an import of verl, seconds) is read only for other values
+    if expected is int and type(value) is not int and _declared_float(defaults, override.key_or_group):
         expected = float
     if expected is None or _fits(value, expected):
         return

@@ -18,7 +18,7 @@ from typing import Any
 
 from seal.env.context_limits import CUTS
 from seal.env.interface import Interface
-from seal.reports.pass_rate import pass_rates
+from seal.results.pass_rate import pass_rates
 from seal.tocf.apatch import APatchState, apatch_factors
 from seal.tocf.labels import EXCLUDED
 from seal.tocf.profile import FailureProfile

@@ -34,8 +34,8 @@ from verl.workers.utils.padding import response_to_nested
 from seal.env.client import EnvServiceError
 from seal.env.connect import put_profile
 from seal.env.ray_actors import RayEnvClient, keep_fleet, start_env_actors
-from seal.reports.pass_rate import MISSING, missing_rows, score_rows
 from seal.reports.runs import STEPS_FILE, split_of
+from seal.results.pass_rate import MISSING, missing_rows, score_rows
 from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
 from seal.trainer.rl.closed_loop import ClosedLoop
 from seal.trainer.rl.env_failures import check_env_error_share

@@ -204,7 +204,7 @@ def test_verl_s_batch_checks_run_whatever_the_micro_batching(
     overrides, says, packed, composed_once, monkeypatch
 ):
     """SEAL's own checks refuse these first; without them, verl's still do, packed or not."""
-    monkeypatch.setattr("seal.trainer.launch.checks.check_launch_config", lambda *args: None)
+    monkeypatch.setattr("seal.trainer.launch.rules.check_launch_config", lambda *args: None)
     config = experiment.compose_experiment(SEAL)
     for key, value in {**overrides, "actor_rollout_ref.actor.use_dynamic_bsz": packed}.items():
         OmegaConf.update(config, key, value)

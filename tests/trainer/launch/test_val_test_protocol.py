@@ -14,8 +14,8 @@ from datasets import Dataset
 from omegaconf import DictConfig
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
-from seal.reports.pass_rate import score_rows
 from seal.reports.runs import REPORT_NAME, read_dump, split_of, validation_history
+from seal.results.pass_rate import score_rows
 from seal.trainer.experiment import PROJECT_ROOT, compose_experiment
 from seal.trainer.launch.holdout import TEST_FILE, checkpoint_steps, evaluate_test, select_checkpoints
 

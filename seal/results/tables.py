@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seal.bfcl.tasks import category_of
-from seal.evaluation.store import ACTIONS
-from seal.reports.pass_rate import pass_rates
+from seal.results.files import ACTIONS
+from seal.results.pass_rate import pass_rates
 
 if TYPE_CHECKING:
     from seal.env.episode import EpisodeResult
