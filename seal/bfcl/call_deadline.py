@@ -32,6 +32,9 @@ from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.math_api import Mat
 from seal.bfcl.call_worker import HEADER, write_frame
 
 DEFAULT_CALL_S = 1.0
+START_S = 60.0
+"""How long a worker may take to load (an interpreter and bfcl-eval's MathAPI: ~40 ms when idle) before its
+call is refused; the load is the service's cost, never charged to the call."""
 OUT_OF_PROCESS_CLASS = MathAPI.__name__
 _PATCHED = "_seal_deadline"
 _LOCAL = threading.local()
@@ -65,24 +68,38 @@ class _Worker:
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
         )
+        self.ready = False
+        self.seconds = 0.0
+        """How long its last call took, from the call sent to its answer read."""
 
     def call(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float) -> Any:
-        """The method's value; raises what it raised, or `CallStopped` past `timeout` (then this worker is
-        dead)."""
+        """The method's value; raises what it raised, or `CallStopped` past `timeout` counted from the call
+        (the worker's load is not) (then this worker is dead)."""
         assert self.process.stdin is not None and self.process.stdout is not None
+        if not self.ready:
+            self._frame(time.monotonic() + START_S, "the call's worker did not start; the call was not run")
+            self.ready = True
+        started = time.monotonic()
         try:
             write_frame(self.process.stdin, (method, args, kwargs))
+            kind, value = self._frame(
+                started + timeout, f"the call took longer than {_limit():g} s and was stopped"
+            )
         except OSError:
             self.stop()
             raise CallStopped("the call's worker had stopped; the call was not run") from None
-        deadline = time.monotonic() + timeout
-        header = self._read(HEADER.size, deadline)
-        kind, value = pickle.loads(self._read(HEADER.unpack(header)[0], deadline))
+        finally:
+            self.seconds = time.monotonic() - started
         if kind == "raised":
             raise value
         return value
 
-    def _read(self, size: int, deadline: float) -> bytes:
+    def _frame(self, deadline: float, late: str) -> Any:
+        """The worker's next answer, read by `deadline`; `CallStopped(late)` past it."""
+        header = self._read(HEADER.size, deadline, late)
+        return pickle.loads(self._read(HEADER.unpack(header)[0], deadline, late))
+
+    def _read(self, size: int, deadline: float, late: str) -> bytes:
         fd = self.process.stdout.fileno()  # type: ignore[union-attr]
         chunks: list[bytes] = []
         with selectors.DefaultSelector() as selector:
@@ -91,7 +108,7 @@ class _Worker:
                 left = deadline - time.monotonic()
                 if left <= 0 or not selector.select(left):
                     self.stop()
-                    raise CallStopped(f"the call took longer than {_limit():g} s and was stopped")
+                    raise CallStopped(late)
                 chunk = os.read(fd, min(size, 1 << 20))
                 if not chunk:
                     self.stop()
@@ -139,15 +156,15 @@ class _Pool:
             worker = idle.pop() if idle else None
         if worker is None:
             worker = _Worker()
-        started = time.monotonic()
+        stopped = False
         try:
             return worker.call(method, args, kwargs, _limit())
         except CallStopped:
-            worker = None
+            stopped = True
             raise
         finally:
-            _LOCAL.worker_s = worker_seconds() + time.monotonic() - started
-            if worker is not None:
+            _LOCAL.worker_s = worker_seconds() + worker.seconds
+            if not stopped:
                 with self._lock:
                     self._idle.append(worker)
 

@@ -1,9 +1,10 @@
 """The worker process that runs the stateless tool calls (seal/bfcl/call_deadline.py) for one service.
 
-It reads `(method, args, kwargs)` frames from stdin and answers `("value", value)` or `("raised", exc)`
-frames on stdout, each an 8-byte length and a pickle. Only the parent that started it writes to it. A value
-whose rendering would be too large to show (an integer past Python's 4,300 digits, more characters than a
-result may have) comes back as the tool's own error, so neither process ever renders it.
+Once loaded it says `("ready", None)`; then it reads `(method, args, kwargs)` frames from stdin and answers
+`("value", value)` or `("raised", exc)` frames on stdout, each an 8-byte length and a pickle. Only the
+parent that started it writes to it. A value whose rendering would be too large to show (an integer past
+Python's 4,300 digits, more characters than a result may have) comes back as the tool's own error, so
+neither process ever renders it.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def run(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str
 def main() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    write_frame(stdout, ("ready", None))
     while True:
         try:
             method, args, kwargs = read_frame(stdin)

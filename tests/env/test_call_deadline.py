@@ -91,3 +91,18 @@ def test_episodes_are_admitted_only_while_their_worst_case_fits_the_memory_budge
 def test_a_memory_budget_that_holds_no_episode_is_refused_in_one_line():
     with pytest.raises(ValueError, match="holds no episode"):
         StoreSettings(memory_budget_mib=1)
+
+
+def test_a_call_is_charged_its_own_time_never_its_workers_load():
+    """A worker's first call waits for the worker to load (an interpreter and bfcl-eval): that load is
+    the service's cost, so the ground truth's first MathAPI call stays within the step's CPU budget."""
+    from seal.bfcl.call_deadline import _Worker
+
+    worker = _Worker()
+    started = time.monotonic()
+    try:
+        assert worker.call("add", (2, 3), {}, 5.0) == {"result": 5}
+    finally:
+        worker.stop()
+    waited = time.monotonic() - started
+    assert worker.seconds < waited / 2

@@ -62,6 +62,15 @@ def test_the_size_of_a_shared_tree_is_its_paths_counted_once_per_distinct_dict()
     assert tree_size(shared_tree(13), 4_096, 10**9).over
 
 
+def test_a_file_whose_content_the_model_wrote_as_a_number_counts_as_its_text():
+    """`echo(content=3.14, ...)` stores the number itself (a sampled Qwen2.5-Coder-1.5B did it): the size
+    guard counts its text rather than failing the episode."""
+    root = Directory("root")
+    root.contents = {"n.txt": File("n.txt", 3.14)}
+    size = tree_size(root, 100, 1_000)
+    assert (size.paths, size.chars, size.over) == (1, len("/n.txt") + len("3.14"), False)
+
+
 def test_the_methods_taken_as_read_only_leave_every_ground_truth_tree_as_it_was():
     """Every ground-truth call of a READ_ONLY method, on the state the task's calls before it left."""
     checked = Counter()
