@@ -50,10 +50,9 @@ from env_service.models import (
     parse_body,
     request_body,
 )
-from seal.bfcl import call_deadline
 from seal.env import wire
 from seal.env.auth import TOKEN_ENV, TOKEN_HEADER, ip_literal, is_loopback, token_from_environment
-from seal.env.budget import ToolBudget
+from seal.env.budget import ToolBudget, start_call_workers
 from seal.env.context_limits import CUTS
 from seal.env.store import EpisodeStore, StoreError, StoreSettings, one_line
 from seal.flags import setting
@@ -410,7 +409,7 @@ def serve(settings: ServiceSettings | None = None) -> None:
     # The 800 loaded tasks are ~170k objects that live as long as the process: freezing them keeps
     # every full garbage collection from walking them (a 75 ms pause, seen in the latency tail).
     gc.freeze()
-    call_deadline.start_workers(STEP_THREADS)
+    start_call_workers(STEP_THREADS)
     LOG.info("serving %d tasks on http://%s:%d", app.state.store.task_count, settings.host, settings.port)
     uvicorn.run(app, **uvicorn_options(settings))
 

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from seal.bfcl.call_deadline import DEFAULT_CALL_S, worker_seconds
+from seal.bfcl.call_deadline import DEFAULT_CALL_S, start_workers, worker_seconds
 from seal.flags import setting
 
 OUT_OF_MEMORY_READING = "the environment ran out of memory reading this message; nothing was run"
@@ -134,6 +134,12 @@ def _count_collection(phase: str, _: dict[str, Any]) -> None:
 
 
 gc.callbacks.append(_count_collection)
+
+
+def start_call_workers(threads: int) -> None:
+    """Have a call worker ready for each of `threads` that may step at once (seal/bfcl/call_deadline.py),
+    so that no call waits for one to load."""
+    start_workers(threads)
 
 
 def call_cpu_clock() -> float:

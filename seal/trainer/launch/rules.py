@@ -57,7 +57,7 @@ class Rule:
     @property
     def checker(self) -> str:
         """Where the rule is enforced, as module.name."""
-        return self.enforced_by or f"{self.check.__module__}.{self.check.__name__}"  # type: ignore[union-attr]
+        return self.enforced_by or f"{self.check.__module__}.{self.check.__qualname__}"  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
