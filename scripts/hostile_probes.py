@@ -14,8 +14,8 @@ store's. The first table counts, per backend, what the agent loop would have tur
 answers, other refusals (each an `env_error` trajectory) and exceptions; the second gives the MathAPI
 probes' slowest step and finish seconds (of the two modes) per backend.
 
-A run takes about a minute and a half: each stopped call waits out its deadline (4 calls, 2 modes, 3
-backends and the kept-alive connection: ~30 s), the HTTP service and the Ray start, ~10 s each.
+A run takes about a minute: each stopped call waits out its deadline (4 calls, 2 modes, 3 backends and
+the kept-alive connection: ~30 s), the HTTP service and the Ray start, ~10 s each.
 
     python scripts/hostile_probes.py                       # all three backends (a Ray of its own starts)
     python scripts/hostile_probes.py --backends inprocess,http --json probes.json
