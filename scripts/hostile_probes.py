@@ -3,12 +3,19 @@
 A probe is one model reply carrying a value that is hard to represent or to parse: integers beyond 64
 bits or past Python's 4,300-digit limit, lone UTF-16 surrogates in a tool name, an argument or a key,
 JSON nested 60,000 deep, python_list expressions thousands of links long, messages longer than the
-131,072 characters an action may have (seal/env/action_limit.py). Each is the first step of an
-episode (in both modes), which is then finished, on the in-process store, the HTTP service and Ray
-environment actors. A probe passes when the step answers as expected (an error observation the model
-reads, or, for a value that is legitimately executable, the call executed), the episode scores 0 and the
-answers equal the in-process store's. The table counts, per backend, what the agent loop would have
-turned into a failure: 5xx answers, other refusals (each an `env_error` trajectory) and exceptions.
+131,072 characters an action may have (seal/env/action_limit.py); and, in an episode with MathAPI,
+single calls that would compute for minutes (stopped at `ToolBudget.max_call_s`, 1 s by default:
+seal/bfcl/call_deadline.py) and a result past Python's 4,300 digits (the tool's error). Each is the first
+step of an episode (in both modes), which is then finished, on the in-process store, the HTTP service
+and Ray environment actors. A probe passes when the step answers as expected (an error observation the
+model reads, the call stopped, or, for a value that is legitimately executable, the call executed), the
+episode scores 0, step and finish each answer within `BOUND_S`, and the answers equal the in-process
+store's. The first table counts, per backend, what the agent loop would have turned into a failure: 5xx
+answers, other refusals (each an `env_error` trajectory) and exceptions; the second gives the MathAPI
+probes' slowest step and finish seconds (of the two modes) per backend.
+
+A run takes about a minute: each stopped call waits out its deadline (4 calls, 2 modes, 3 backends and
+the kept-alive connection: ~30 s), the HTTP service and the Ray start, ~10 s each.
 
     python scripts/hostile_probes.py                       # all three backends (a Ray of its own starts)
     python scripts/hostile_probes.py --backends inprocess,http --json probes.json
@@ -22,6 +29,7 @@ import contextlib
 import http.client
 import json
 import sys
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +45,8 @@ from seal.protocol.base import ERROR_PREFIX
 
 TASK = "multi_turn_base_0"
 """A task whose tools include `ls(a: bool)`, `cd(folder: str)` and `echo(content: str)`."""
+MATH_TASK = "multi_turn_base_15"
+"""A training task whose tools include MathAPI (with GorillaFileSystem)."""
 MODES = ("train", "eval")
 BACKENDS = ("inprocess", "http", "ray")
 RAY_TIMEOUT_S = 60.0
@@ -51,7 +61,11 @@ LINKS = 2_000
 OVER_LONG = "x" * (MAX_ACTION_CHARS + 1)
 ESCAPED_OVER_LONG = "\x01" * (MAX_ACTION_CHARS + 1)
 """A control character is 6 bytes JSON-escaped: the longest body a SEAL client sends, under 1 MiB."""
-Expect = Literal["rejected", "executed", "answer"]
+BOUND_S = 3.0
+"""Seconds a probe's step, and its finish, may take: a stopped call answers in about its 1 s deadline."""
+STOPPED = "was stopped"
+TOO_MANY_DIGITS_SHOWN = "digits a number may show"
+Expect = Literal["rejected", "stopped", "executed", "answer"]
 
 
 @dataclass(frozen=True)
@@ -60,7 +74,11 @@ class Probe:
     protocol: str
     text: str
     expect: Expect
-    """`rejected`: one error observation, nothing executed; `executed`: the call ran; `answer`: plain text."""
+    """`rejected`: one error observation, nothing executed; `stopped`: the call was refused by the tool
+    (stopped at its deadline), nothing changed; `executed`: the call ran; `answer`: plain text."""
+    task: str = TASK
+    says: str = ""
+    """Text the observation must hold."""
 
     @property
     def raw_surrogate(self) -> bool:
@@ -71,6 +89,11 @@ class Probe:
 
 def _qwen(payload: str) -> str:
     return f"<tool_call>\n{payload}\n</tool_call>"
+
+
+def _math(name: str, call: str, expect: Expect, says: str) -> Probe:
+    """A python_list probe of one MathAPI call, in an episode whose task has MathAPI."""
+    return Probe(name, "python_list", f"[{call}]", expect, task=MATH_TASK, says=says)
 
 
 PROBES: tuple[Probe, ...] = (
@@ -166,6 +189,11 @@ PROBES: tuple[Probe, ...] = (
     ),
     Probe("over-long answer", "python_list", OVER_LONG, "rejected"),
     Probe("over-long, escaped", "llama3_json", ESCAPED_OVER_LONG, "rejected"),
+    _math("logarithm to 250,000 digits", "logarithm(value=2, base=10, precision=250000)", "stopped", STOPPED),
+    _math("square root to 10^6 digits", "square_root(number=2, precision=1000000)", "stopped", STOPPED),
+    _math("square root to 10^7 digits", "square_root(number=2, precision=10000000)", "stopped", STOPPED),
+    _math("3^(10^8)", "power(base=3, exponent=100000000)", "stopped", STOPPED),
+    _math("10^5000", "power(base=10, exponent=5000)", "executed", TOO_MANY_DIGITS_SHOWN),
 )
 
 
@@ -179,6 +207,8 @@ class Outcome:
     result: dict[str, Any] | None = None
     failure: Literal["", "5xx", "env_error", "exception"] = ""
     detail: str = ""
+    step_s: float = 0.0
+    finish_s: float = 0.0
 
     def problem(self) -> str:
         """Why the probe did not come back as the scored action it must be; "" when it did."""
@@ -187,10 +217,14 @@ class Outcome:
         step, result = self.step or {}, self.result or {}
         info = step.get("info", {})
         observation = step.get("observation", [])
+        if self.probe.says not in "".join(message["content"] for message in observation):
+            return f"the observation does not say {self.probe.says!r}: {observation!r:.200}"
         if self.probe.expect == "rejected":
             rejected = len(observation) == 1 and observation[0]["content"].startswith(ERROR_PREFIX)
             if not rejected or info.get("accepted") or not info.get("rejected"):
                 return f"not rejected with an error observation: {observation!r:.200}"
+        elif self.probe.expect == "stopped" and (info.get("accepted") or not info.get("rejected")):
+            return f"not refused by the tool: {info!r:.200}"
         elif self.probe.expect == "executed" and not info.get("accepted"):
             return f"not executed: {info!r:.200}"
         elif self.probe.expect == "answer" and not info.get("turn_ended"):
@@ -199,13 +233,24 @@ class Outcome:
             return f"scored {result.get('reward')!r}, not 0"
         return ""
 
+    def late(self) -> str:
+        """How the step or the finish took longer than `BOUND_S`; "" when neither did."""
+        took = {"step": self.step_s, "finish": self.finish_s}
+        return ", ".join(
+            f"{part} took {seconds:.1f} s" for part, seconds in took.items() if seconds > BOUND_S
+        )
+
 
 async def play(client: EnvClient, probe: Probe, mode: str) -> Outcome:
     """The probe as an episode's first step, then the episode finished (and closed)."""
     outcome = Outcome(probe, mode)
     try:
-        async with open_episode(client, TASK, mode, probe.protocol) as episode:
+        async with open_episode(client, probe.task, mode, probe.protocol) as episode:
+            started = time.perf_counter()
             outcome.step = await episode.step(probe.text)
+            outcome.step_s = time.perf_counter() - started
+            started = time.perf_counter()
+        outcome.finish_s = time.perf_counter() - started
         outcome.result = episode.result.to_json() if episode.result else None
     except EnvServiceError as exc:
         outcome.failure = "5xx" if exc.status >= 500 else "env_error"
@@ -258,6 +303,28 @@ def table(results: dict[str, list[Outcome]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def seconds_table(results: dict[str, list[Outcome]]) -> str:
+    """Markdown: per MathAPI probe and backend, its slowest step and finish seconds over the modes."""
+    slowest: dict[tuple[str, str], tuple[float, float]] = {}
+    for backend, outcomes in results.items():
+        for o in outcomes:
+            if o.probe.task == MATH_TASK:
+                step_s, finish_s = slowest.get((o.probe.name, backend), (0.0, 0.0))
+                slowest[o.probe.name, backend] = (max(step_s, o.step_s), max(finish_s, o.finish_s))
+    names = dict.fromkeys(name for name, _ in slowest)
+    lines = [
+        "| MathAPI probe | " + " | ".join(f"{backend} step / finish s" for backend in results) + " |",
+        "|---" * (len(results) + 1) + "|",
+        *(
+            f"| {name} | "
+            + " | ".join("{:.2f} / {:.2f}".format(*slowest[name, backend]) for backend in results)
+            + " |"
+            for name in names
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
 class ConnectionDropped(RuntimeError):
     """The service closed the keep-alive connection a client was using."""
 
@@ -293,7 +360,7 @@ def keep_alive_probes(url: str) -> tuple[int, list[int]]:
     line = OneConnection(url)
     statuses = []
     for probe in PROBES:
-        body = {"task_id": TASK, "mode": "train", "protocol": probe.protocol}
+        body = {"task_id": probe.task, "mode": "train", "protocol": probe.protocol}
         path = f"/episodes/{line.request('POST', '/episodes', body)[1]['episode_id']}"
         statuses.append(line.request("POST", f"{path}/step", {"action": probe.text})[0])
         line.request("POST", f"{path}/finish?close=true")
@@ -358,6 +425,12 @@ def problems(report: Report) -> list[str]:
         for o, ref in zip(outcomes, reference, strict=True)
         if o.problem() or differs(o, ref)
     ]
+    found += [
+        f"{backend}: {o.probe.protocol} {o.probe.name} ({o.mode}): {o.late()}"
+        for backend, outcomes in report.results.items()
+        for o in outcomes
+        if o.late()
+    ]
     if report.dropped:
         found.append(f"http, one connection: dropped at {report.dropped}")
     if report.keep_alive is not None:
@@ -391,6 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = asyncio.run(run(args.backends))
     print(table(report.results), end="")
+    print(f"\n{seconds_table(report.results)}", end="")
     if report.keep_alive is not None:
         served, statuses = report.keep_alive
         counts = ", ".join(f"{n} x {status}" for status, n in sorted(Counter(statuses).items()))
@@ -401,7 +475,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json is not None:
         rows = {
             backend: [
-                {"protocol": o.probe.protocol, "probe": o.probe.name, "mode": o.mode, "problem": o.problem()}
+                {
+                    "protocol": o.probe.protocol,
+                    "probe": o.probe.name,
+                    "mode": o.mode,
+                    "problem": o.problem(),
+                    "step_s": round(o.step_s, 3),
+                    "finish_s": round(o.finish_s, 3),
+                }
                 for o in outcomes
             ]
             for backend, outcomes in report.results.items()

@@ -15,7 +15,8 @@ from tests.support import ray_session
 from tests.support.ray_session import LOCAL_RAY
 from tests.support.yaml_once import parsed_once
 
-pytest_plugins = ("tests.support.backends",)  # service_url, env_actors: the backends' shared fixtures
+# service_url, env_actors and store_settings: the backends' shared fixtures
+pytest_plugins = ("tests.support.backends",)
 
 HEAVY_SETUP = "heavy_setup"
 """The marker of a module whose tests share a set-up that takes many seconds (see `run_order`)."""

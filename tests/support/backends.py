@@ -19,16 +19,22 @@ BACKENDS = ("inprocess", "http", "ray")
 
 
 @pytest.fixture(scope="module")
-def service_url() -> Iterator[str]:
+def store_settings() -> StoreSettings:
+    """The settings of `service_url`'s and `env_actors`' stores (a module may define its own)."""
+    return StoreSettings()
+
+
+@pytest.fixture(scope="module")
+def service_url(store_settings: StoreSettings) -> Iterator[str]:
     """The service in a thread of this process, its log at error level (a module may define its own)."""
-    with service_in_thread(log_level="error") as url:
+    with service_in_thread(EpisodeStore(store_settings), log_level="error") as url:
         yield url
 
 
 @pytest.fixture(scope="module")
-def env_actors(transfer_queue: None) -> Iterator[None]:
+def env_actors(transfer_queue: None, store_settings: StoreSettings) -> Iterator[None]:
     """One environment actor on the session's local Ray, stopped with its fleet after the module."""
-    placement = start_env_actors(StoreSettings(), per_node=1)
+    placement = start_env_actors(store_settings, per_node=1)
     yield
     ray.kill(placement.fleet, no_restart=True)
 

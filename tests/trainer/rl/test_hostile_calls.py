@@ -3,7 +3,8 @@
 Whatever the model writes is a scored action: each probe gets the environment's error observation (or
 runs, where the value is legitimately executable) and the episode scores 0 — never a 5xx, an env_error
 or an exception — with the same answers on every backend, and the HTTP connection that carried them
-keeps serving.
+keeps serving. A MathAPI call that would compute for minutes is stopped at its deadline (here
+`CALL_S`, so that the module's dozen stopped calls take seconds), the same on every backend.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from seal.bfcl.tasks import load_tasks, split_ids
 from seal.dataset import TRAIN_AGENT
 from seal.env.action_limit import MAX_ACTION_CHARS, OVER_LONG
+from seal.env.budget import ToolBudget
 from seal.env.client import EnvClient, HttpEnvClient, InProcessEnvClient
-from seal.env.store import EpisodeStore
+from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol.base import ERROR_PREFIX
 from tests.support.backends import backend_client
 from tests.support.rollout_helpers import TASKS, model_folder, row
@@ -29,7 +32,10 @@ from tests.trainer.rl.test_agent_loop import fields, generate
 
 hostile = load_script("hostile_probes")
 pytestmark = pytest.mark.local_ray  # the Ray backend's cases play on the session's Ray (env_actors below)
-REFERENCE = InProcessEnvClient(EpisodeStore())
+CALL_S = 0.3
+"""The MathAPI deadline of every backend here (1 s by default)."""
+SETTINGS = StoreSettings(budget=ToolBudget(max_call_s=CALL_S))
+REFERENCE = InProcessEnvClient(EpisodeStore(SETTINGS))
 CASES = [
     (backend, probe, mode)
     for backend in hostile.BACKENDS
@@ -53,6 +59,12 @@ async def reference(probe: Any, mode: str) -> Any:
     return _REFERENCES[key]
 
 
+@pytest.fixture(scope="module")
+def store_settings() -> StoreSettings:
+    """The HTTP service's and the Ray actors' settings: the reference's."""
+    return SETTINGS
+
+
 @pytest.fixture
 async def client(request: pytest.FixtureRequest) -> AsyncIterator[EnvClient]:
     """The client of the backend named by the test's parameter."""
@@ -70,6 +82,18 @@ async def test_a_hostile_value_is_a_scored_action_with_the_same_answer_on_every_
     assert outcome.problem() == ""
     expected = await reference(probe, mode)
     assert (outcome.step, outcome.result) == (expected.step, expected.result)
+
+
+def test_the_math_probes_play_a_training_task_with_math_api():
+    assert hostile.MATH_TASK in split_ids("train")
+    assert "MathAPI" in load_tasks()[hostile.MATH_TASK].involved_classes
+
+
+async def test_a_stopped_call_names_the_deadline_its_backend_was_given():
+    """The module's backends are given `CALL_S`; the answers the parametrized test compares name it."""
+    probe = next(probe for probe in hostile.PROBES if probe.expect == "stopped")
+    outcome = await reference(probe, "train")
+    assert f"took longer than {CALL_S:g} s and was stopped" in outcome.step["observation"][0]["content"]
 
 
 async def test_the_table_counts_failures_and_answers_unlike_in_process():
