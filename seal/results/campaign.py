@@ -181,14 +181,19 @@ def _record(kind: type[Record], value: Any, where: str) -> Record:
         raise CampaignError(f"{where}: {field}: {errors[0]['msg']}{more}") from None
 
 
-def read_lines(path: Path, kind: type[Record]) -> list[Record]:
-    """Every line of the JSON Lines file `path` as a `kind`; a missing file is no line."""
+def located_lines(path: Path, kind: type[Record]) -> list[tuple[str, Record]]:
+    """`("FILE:LINE", record)` for every line of the JSON Lines file `path`; a missing file is no line."""
     if not path.exists():
         return []
     try:
-        return [_record(kind, value, where) for where, value in json_objects(path)]
+        return [(where, _record(kind, value, where)) for where, value in json_objects(path)]
     except JsonLinesError as exc:
         raise CampaignError(str(exc)) from None
+
+
+def read_lines(path: Path, kind: type[Record]) -> list[Record]:
+    """Every line of the JSON Lines file `path` as a `kind`; a missing file is no line."""
+    return [record for _, record in located_lines(path, kind)]
 
 
 def read_base(path: Path) -> BaseModel:
@@ -204,23 +209,22 @@ def read_base(path: Path) -> BaseModel:
 def read_sittings(folder: Path) -> list[Sitting]:
     """`runs.jsonl`'s sittings, each checked against the folder: one line per arm and seed, and its
     `files` folder present with its metrics."""
-    path = folder / RUNS
-    sittings = read_lines(path, Sitting)
-    first: dict[tuple[str, int], int] = {}
-    for number, sitting in enumerate(sittings, start=1):
+    located = located_lines(folder / RUNS, Sitting)
+    first: dict[tuple[str, int], str] = {}
+    for where, sitting in located:
         key = (sitting.arm, sitting.seed)
         if key in first:
             raise CampaignError(
-                f"{path}:{number}: a second line for {sitting.arm} seed {sitting.seed} (the first is line "
-                f"{first[key]}); a sitting run again replaces its line"
+                f"{where}: a second line for {sitting.arm} seed {sitting.seed} (the first is {first[key]}); "
+                "a sitting run again replaces its line"
             )
-        first[key] = number
-        metrics = folder / sitting.files / METRICS
+        first[key] = where
         if Path(sitting.files).is_absolute() or ".." in Path(sitting.files).parts:
-            raise CampaignError(f"{path}:{number}: files must name a folder under {folder}")
+            raise CampaignError(f"{where}: files must name a folder under {folder}")
+        metrics = folder / sitting.files / METRICS
         if not any(metrics.glob("*.jsonl")):
-            raise CampaignError(f"{path}:{number}: files: {metrics}/*.jsonl holds no metrics file")
-    return sittings
+            raise CampaignError(f"{where}: files: {metrics}/*.jsonl holds no metrics file")
+    return [sitting for _, sitting in located]
 
 
 @dataclasses.dataclass(frozen=True)
