@@ -32,15 +32,18 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from seal.jsonl import JsonLinesError
 from seal.reports.compare import ComparisonError, compare
+from seal.reports.results_page import PageError, update
 from seal.reports.table2 import Table2Error, parse_models
+from seal.results.campaign import CampaignError, read_campaign
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="compare_runs.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("runs", nargs="+", type=Path, help="run folders (experiments/<name>)")
+    parser.add_argument("runs", nargs="*", type=Path, help="run folders (experiments/<name>)")
     parser.add_argument("--out", type=Path, help="where to write (default: comparison/ beside the first run)")
     parser.add_argument(
         "--records", type=Path, help="the launcher_record folder (default: the one beside experiments/)"
@@ -52,7 +55,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="NAME=DIR",
         help="a model's seal eval folder shown above the arms in Table 1, e.g. base=DIR (repeatable)",
     )
+    parser.add_argument("--results", type=Path, help="a model's results folder, e.g. results/qwen_coder_1_5b")
+    parser.add_argument("--page", type=Path, help="with --results: the page whose generated part to write")
+    parser.add_argument("--readme", type=Path, help="with --results: the README whose model row to write")
+    parser.add_argument("--check", action="store_true", help="with --results: write nothing, exit 1 if stale")
     args = parser.parse_args(argv)
+    if args.results is not None:
+        if args.runs or args.out or args.records or args.baseline or args.page is None:
+            parser.error("--results takes --page (and --readme, --check), no run folders")
+        return results_page(args.results, args.page, args.readme, args.check)
+    if not args.runs or args.page or args.readme or args.check:
+        parser.error("give run folders, or --results DIR --page PAGE")
     out = args.out or args.runs[0].resolve().parent / "comparison"
     try:
         baselines = [pair for text in args.baseline for pair in parse_models([text]).items()]
@@ -71,6 +84,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"warning: {warning.message}")
     print(f"wrote {', '.join(str(path) for path in result.files)}")
     return 0
+
+
+def results_page(results: Path, page: Path, readme: Path | None, check: bool) -> int:
+    """Generate (or `check`) `page` and `readme` from the result files in `results`."""
+    try:
+        stale = update(read_campaign(results), page, readme, check)
+    except (CampaignError, PageError, ComparisonError, JsonLinesError, OSError) as exc:
+        print(f"compare_runs: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    for path in stale:
+        print(
+            f"{path} is stale: run without --check" if check else f"wrote {path}",
+            file=sys.stderr if check else sys.stdout,
+        )
+    if not stale:
+        print(f"{page}{' and ' + str(readme) if readme else ''}: up to date")
+    return 1 if check and stale else 0
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import json
 import math
 import statistics
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,20 +105,24 @@ class Run:
         return self.config.get("trainer.total_training_steps")
 
 
-def read_steps(run: Path) -> pd.DataFrame:
-    """One row per training step from every launch's `metrics/*.jsonl` (a resumed launch's record of a step
-    replaces the earlier one; validation-only lines carry no step time and are left out)."""
+def metrics_lines(run: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`(step, data)` of every line of every launch's `metrics/*.jsonl`, oldest launch first, each checked
+    to be verl's file-logger line `{"step": int, "data": {...}}`."""
     files = sorted((run / "metrics").glob("*.jsonl"))
     if not files:
         raise FileNotFoundError(f"{run}/metrics/*.jsonl: no metrics (is 'file' in trainer.logger?)")
-    rows: dict[int, dict[str, float]] = {}
     for path in files:
         for where, record in json_objects(path):
             data, step = record.get("data"), record.get("step")
             if not isinstance(data, dict) or isinstance(step, bool) or not isinstance(step, int):
                 raise JsonLinesError(f'{where}: a metrics line is {{"step": int, "data": {{...}}}}')
-            if "timing_s/step" in data:
-                rows[step] = data
+            yield step, data
+
+
+def read_steps(run: Path) -> pd.DataFrame:
+    """One row per training step from every launch's `metrics/*.jsonl` (a resumed launch's record of a step
+    replaces the earlier one; validation-only lines carry no step time and are left out)."""
+    rows = {step: data for step, data in metrics_lines(run) if "timing_s/step" in data}
     return pd.DataFrame.from_dict(rows, orient="index").sort_index()
 
 

@@ -1,0 +1,250 @@
+"""The results page generated from a model's result files (`compare_runs.py --results`): Table 1's means and
+spreads, the paired SEAL − vanilla differences and the verdict follow from the lines; a stale page fails
+`--check`; a bad line is one line naming the file and line, and nothing is written."""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from pathlib import Path
+
+import pytest
+
+from seal.bfcl.tasks import CATEGORIES
+from seal.reports import results_page
+from seal.results.campaign import RUNS, read_campaign
+from seal.results.tables import SHORT_NAMES
+from tests.support.script_module import load_script
+
+compare_runs = load_script("compare_runs")
+make_docs_reference = load_script("make_docs_reference")
+MODEL = "Tiny-Model"
+PAGE = (
+    f"# {MODEL}\n\nhand-written story\n\n{results_page.BEGIN}\n{results_page.END}\n\nhand-written commands\n"
+)
+README = (
+    f"| model | before RL | + vanilla GRPO | + SEAL | where |\n|---|---|---|---|---|\n| {MODEL} | old |\n"
+)
+
+
+def by_category(rng: random.Random) -> dict[str, float]:
+    return {c: rng.randrange(0, 26) / 25 for c in CATEGORIES}
+
+
+def avg(rates: dict[str, float]) -> float:
+    return statistics.fmean(rates.values())
+
+
+def sitting(rng: random.Random, arm: str, seed: int, boost: float = 0.0) -> dict:
+    """A result line with random per-category rates (`boost` added to test after), its metrics written
+    by the caller under files/."""
+    line = {"arm": arm, "seed": seed, "card": "H200", "gpus": 2, "steps": 4, "sitting_s": 1200.0}
+    for key in ("sft_val", "sft_mixed", "val_before", "val_after", "test_after"):
+        rates = by_category(rng)
+        if key == "test_after":
+            rates = {c: min(1.0, r + boost) for c, r in rates.items()}
+        line |= {key: avg(rates), f"{key}_by_category": rates}
+    return line | {
+        "mixed_share_mean": 0.25,
+        "date": "2026-11-29",
+        "commit": "abc1234",
+        "files": f"{arm}_s{seed}",
+    }
+
+
+def metrics(rng: random.Random, steps: int = 4) -> list[dict]:
+    """verl's file-logger lines: val before training, then steps with reward, mixed share and A-Patch."""
+    lines = [{"step": 0, "data": {results_page.VAL: 0.1}}]
+    for step in range(1, steps + 1):
+        data = {
+            "timing_s/step": 30.0,
+            results_page.REWARD: rng.random(),
+            results_page.MIXED: rng.choice([0.0, 0.25, 0.5]),
+            results_page.FACTOR_MIN: 0.8,
+            results_page.FACTOR_MEAN: 1 + rng.random() / 10,
+            results_page.FACTOR_MAX: 1.4,
+        }
+        if step == steps:
+            data[results_page.VAL] = 0.2
+        lines.append({"step": step, "data": data})
+    return lines
+
+
+def write_results(folder: Path, lines: list[dict], seed: int = 0) -> Path:
+    """A results folder holding `lines` as runs.jsonl (with each one's metrics), a base model and two SFT
+    starts, plus a page and a README that take the generated part."""
+    rng = random.Random(seed)
+    results = folder / "results"
+    results.mkdir(parents=True)
+    zeros = dict.fromkeys(CATEGORIES, 0.0)
+    base = {"model": MODEL, "val": 0.0, "val_by_category": zeros, "test": 0.0, "test_by_category": zeros}
+    (results / "base.json").write_text(json.dumps(base | {"note": "measured"}))
+    starts = []
+    for gpus, recipe in ((1, "exp/sft.yaml"), (2, "exp/sft.yaml"), (1, "exp/sft.yaml a=b")):
+        val, test, mixed = by_category(rng), by_category(rng), by_category(rng)
+        starts.append(
+            {"recipe": recipe, "experiment": f"sft_g{gpus}", "card": "H200", "gpus": gpus, "steps": 60}
+            | {"val": avg(val), "val_by_category": val, "test": avg(test), "test_by_category": test}
+            | {"mixed": avg(mixed), "mixed_by_category": mixed, "pass_at_1": 0.3, "pass_at_8": 0.6}
+            | {"train_s": 400.0, "score_s": None, "date": "2026-11-28", "commit": "fe9c781"}
+        )
+    (results / "sft_starts.jsonl").write_text("".join(json.dumps(s) + "\n" for s in starts))
+    for line in lines:
+        (results / line["files"] / "metrics").mkdir(parents=True)
+        text = "".join(json.dumps(m) + "\n" for m in metrics(rng))
+        (results / line["files"] / "metrics" / "20261129T000000Z.jsonl").write_text(text)
+    (results / RUNS).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    (folder / "docs").mkdir()
+    (folder / "docs" / "page.md").write_text(PAGE)
+    (folder / "README.md").write_text(README)
+    return results
+
+
+def args(folder: Path, *extra: str) -> list[str]:
+    return [
+        "--results",
+        str(folder / "results"),
+        "--page",
+        str(folder / "docs" / "page.md"),
+        "--readme",
+        str(folder / "README.md"),
+        *extra,
+    ]
+
+
+def pm(values: list[float]) -> str:
+    return f"{100 * statistics.fmean(values):.1f} ± {100 * statistics.stdev(values):.1f}"
+
+
+def campaign_lines(seeds: int = 3, boost: float = 0.0) -> list[dict]:
+    rng = random.Random(7)
+    return [
+        sitting(rng, arm, seed, boost if arm == "seal" else 0.0)
+        for arm in ("vanilla", "seal")
+        for seed in range(1, seeds + 1)
+    ]
+
+
+def test_table1_gives_each_arm_its_mean_and_std_over_seeds_per_category_on_val_and_test(tmp_path):
+    lines = campaign_lines()
+    campaign = read_campaign(write_results(tmp_path, lines))
+    rows = {(row["model"], row["split"]): row for row in results_page.table1_rows(campaign)}
+    for arm, name in (("vanilla", "+ vanilla"), ("seal", "+ SEAL")):
+        mine = [line for line in lines if line["arm"] == arm]
+        for split, key in (("val", "val_after"), ("test", "test_after")):
+            row = rows[name, split]
+            assert row["Avg"] == pm([line[key] for line in mine])
+            for category in CATEGORIES:
+                assert row[SHORT_NAMES[category]] == pm(
+                    [line[f"{key}_by_category"][category] for line in mine]
+                )
+    shipped = [s for s in campaign.starts if s.recipe == "exp/sft.yaml"]
+    assert rows["SFT start", "test"]["Avg"] == pm([s.test for s in shipped])
+    assert rows["base", "val"]["Avg"] == "0.0"
+
+
+def test_the_paired_differences_are_seal_minus_vanilla_seed_by_seed(tmp_path):
+    lines = campaign_lines()
+    campaign = read_campaign(write_results(tmp_path, lines))
+    rows = results_page.paired_rows(campaign.sittings)
+    for key, column in (("val_after", "val after"), ("test_after", "test after")):
+        differences = [seal[key] - vanilla[key] for vanilla, seal in zip(lines[:3], lines[3:], strict=True)]
+        assert [row[column] for row in rows[:3]] == [f"{100 * d:+.1f}" for d in differences]
+        assert rows[3][column] == pm(differences)
+
+
+def test_the_verdict_says_whether_seal_beat_vanilla_and_rl_the_start_from_the_numbers(tmp_path):
+    lines = campaign_lines(boost=0.3)
+    for line in lines:
+        line["val_after"] = line["val_before"] + 0.05 + 0.01 * line["seed"]
+    campaign = read_campaign(write_results(tmp_path, lines))
+    differences = [s["test_after"] - v["test_after"] for v, s in zip(lines[:3], lines[3:], strict=True)]
+    sentence = results_page.verdict(campaign.sittings)
+    beat = statistics.fmean(differences) > statistics.stdev(differences)
+    assert sentence.startswith("SEAL beat vanilla" if beat else "SEAL did not beat vanilla")
+    assert f"SEAL − vanilla on test {pm(differences)} points over 3 seed(s)" in sentence
+    assert "RL beat the SFT start in every arm" in sentence and "not enough seeds" not in sentence
+
+
+def test_the_verdict_waits_for_three_seeds_and_says_when_the_arms_do_not_separate(tmp_path):
+    lines = campaign_lines(seeds=2)
+    for line in lines:
+        line["val_after"] = line["val_before"]
+    campaign = read_campaign(write_results(tmp_path, lines))
+    differences = [s["test_after"] - v["test_after"] for v, s in zip(lines[:2], lines[2:], strict=True)]
+    mean, std = statistics.fmean(differences), statistics.stdev(differences)
+    expected = "SEAL beat" if mean > std else "vanilla beat SEAL" if mean < -std else "SEAL did not beat"
+    sentence = results_page.verdict(campaign.sittings)
+    assert sentence.startswith(expected)
+    assert "RL did not beat the SFT start in any arm" in sentence
+    assert sentence.endswith("not enough seeds yet (2 of 3).")
+
+
+def test_the_mean_factor_on_mixed_groups_is_derived_from_the_batch_mean_and_the_mixed_share(tmp_path):
+    campaign = read_campaign(write_results(tmp_path, campaign_lines()))
+    curve = next(c for c in results_page.read_curves(campaign) if c.sitting.arm == "seal")
+    steps = curve.steps[curve.steps[results_page.MIXED] > 0]
+    expected = 1 + (steps[results_page.FACTOR_MEAN] - 1) / steps[results_page.MIXED]
+    assert results_page.mixed_group_factors(curve.steps).tolist() == pytest.approx(expected.tolist())
+    row = results_page.apatch_rows([curve])[0]
+    assert row["steps with mixed groups"] == f"{len(steps)} of {len(curve.steps)}"
+
+
+def test_the_page_is_generated_between_its_markers_and_a_stale_one_fails_check(tmp_path, capsys):
+    results = write_results(tmp_path, campaign_lines())
+    page, readme = tmp_path / "docs" / "page.md", tmp_path / "README.md"
+    assert compare_runs.main(args(tmp_path, "--check")) == 1
+    assert compare_runs.main(args(tmp_path)) == 0
+    text = page.read_text()
+    assert text.startswith(f"# {MODEL}\n\nhand-written story") and text.endswith("hand-written commands\n")
+    assert (
+        "## Verdict" in text and (page.parent / "images" / "page_curves.png").read_bytes()[:4] == b"\x89PNG"
+    )
+    vanilla = pm([line["test_after"] for line in campaign_lines()[:3]])
+    assert f"| {MODEL} (base 0.0) after an SFT start, 4 steps, 3 seed(s) | " in readme.read_text()
+    assert f"| {vanilla} |" in readme.read_text()
+    capsys.readouterr()
+    assert compare_runs.main(args(tmp_path, "--check")) == 0
+
+    lines = (results / RUNS).read_text().splitlines()
+    changed = json.loads(lines[0]) | {"test_after": 0.5}
+    (results / RUNS).write_text("\n".join([json.dumps(changed), *lines[1:]]) + "\n")
+    assert compare_runs.main(args(tmp_path, "--check")) == 1
+    assert f"{page} is stale" in capsys.readouterr().err
+    assert page.read_text() == text
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda line: line | {"val_after": "0.5"}, "val_after: Input should be a valid number"),
+        (lambda line: line | {"arm": "grpo"}, "arm: Input should be 'vanilla', 'seal' or 'full_loop'"),
+        (lambda line: {k: v for k, v in line.items() if k != "test_after"}, "test_after: Field required"),
+        (
+            lambda line: line | {"seed": 1, "arm": "vanilla"},
+            "a second line for vanilla seed 1 (the first is ",
+        ),
+        (lambda line: line | {"files": "absent"}, "files: "),
+    ],
+)
+def test_a_bad_line_is_one_line_naming_the_file_and_line_and_nothing_is_written(
+    tmp_path, capsys, change, message
+):
+    results = write_results(tmp_path, campaign_lines())
+    lines = (results / RUNS).read_text().splitlines()
+    lines[1] = json.dumps(change(json.loads(lines[1])))
+    (results / RUNS).write_text("\n".join(lines) + "\n")
+    assert compare_runs.main(args(tmp_path)) == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f"compare_runs: {results / RUNS}:2: ") and message in error
+    assert error.count("\n") == 1
+    assert (tmp_path / "docs" / "page.md").read_text() == PAGE and (
+        tmp_path / "README.md"
+    ).read_text() == README
+
+
+def test_the_metrics_the_page_reads_are_ones_the_trainer_logs():
+    logged = {name for table in make_docs_reference.metric_tables().values() for name in table}
+    read = (results_page.REWARD, results_page.MIXED, results_page.VAL)
+    assert set(read) | {results_page.FACTOR_MIN, results_page.FACTOR_MEAN, results_page.FACTOR_MAX} <= logged
