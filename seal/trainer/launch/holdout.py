@@ -4,7 +4,8 @@
 from the val dumps alone (`select_checkpoints`: the saved step with the highest val mean, the earliest on a
 tie; it reads only those files and the checkpoint folders), runs verl's `val_only` pass on the
 300 test tasks for each (`resume_mode=resume_path`) through `train`, each into its own folder under
-`<run>/test/`, which selection never reads: test numbers cannot influence the choice.
+`<run>/test/`, which selection never reads: test numbers cannot influence the choice. `seal.test_after`
+instead tests the last step inside the training launch (SealPPOTrainer) and writes the same files.
 """
 
 from __future__ import annotations
@@ -54,9 +55,18 @@ def evaluate_test(
         out_dir = run_dir / "test" / f"{CHECKPOINT_PREFIX}{step}"
         run(test_config(config, checkpoint_dir / f"{CHECKPOINT_PREFIX}{step}", out_dir, test_files))
         scores[step] = read_dump(out_dir / f"{step}.jsonl")
+    return write_report(
+        run_dir, selection, scores, "best val mean over saved checkpoints (earliest on a tie)"
+    )
+
+
+def write_report(
+    run_dir: Path, selection: Selection, scores: dict[int, SplitScore], rule: str
+) -> dict[str, Any]:
+    """Write `run_dir/test_report.json` (what `seal report` and the comparison read) and return it."""
     report = {
         "selection": {
-            "rule": "best val mean over saved checkpoints (earliest on a tie)",
+            "rule": rule,
             "best_step": selection.best_step,
             "last_step": selection.last_step,
             "val_mean": {str(step): mean for step, mean in selection.val_mean.items()},
@@ -114,4 +124,5 @@ def test_config(
     trainer.validation_data_dir = str(out_dir)
     trainer.logger = ["console"]
     test.seal.interface.adapt = False
+    test.seal.test_after = False
     return test
