@@ -11,29 +11,22 @@ instead tests the last step inside the training launch (SealPPOTrainer) and writ
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
-from seal.dataset import DATA_DIR
-from seal.reports.runs import CHECKPOINT_PREFIX, REPORT_NAME, read_dump, validation_history
+from seal.dataset import TEST_FILE
+from seal.reports.runs import (
+    CHECKPOINT_PREFIX,
+    Selection,
+    read_dump,
+    validation_history,
+    write_test_report,
+)
 from seal.results.pass_rate import SplitScore
 from seal.trainer.experiment import train
-
-TEST_FILE = DATA_DIR / "bfcl_test.parquet"
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which checkpoints to report, and the val means they were chosen from (step -> mean)."""
-
-    best_step: int
-    last_step: int
-    val_mean: dict[int, float]
 
 
 def evaluate_test(
@@ -55,29 +48,9 @@ def evaluate_test(
         out_dir = run_dir / "test" / f"{CHECKPOINT_PREFIX}{step}"
         run(test_config(config, checkpoint_dir / f"{CHECKPOINT_PREFIX}{step}", out_dir, test_files))
         scores[step] = read_dump(out_dir / f"{step}.jsonl")
-    return write_report(
+    return write_test_report(
         run_dir, selection, scores, "best val mean over saved checkpoints (earliest on a tie)"
     )
-
-
-def write_report(
-    run_dir: Path, selection: Selection, scores: dict[int, SplitScore], rule: str
-) -> dict[str, Any]:
-    """Write `run_dir/test_report.json` (what `seal report` and the comparison read) and return it."""
-    report = {
-        "selection": {
-            "rule": rule,
-            "best_step": selection.best_step,
-            "last_step": selection.last_step,
-            "val_mean": {str(step): mean for step, mean in selection.val_mean.items()},
-        },
-        "test": {
-            "best": asdict(scores[selection.best_step]),
-            "last": asdict(scores[selection.last_step]),
-        },
-    }
-    (run_dir / REPORT_NAME).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return report
 
 
 def checkpoint_steps(checkpoint_dir: Path) -> list[int]:

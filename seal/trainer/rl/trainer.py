@@ -35,12 +35,12 @@ from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 from verl.utils.dataset.rl_dataset import collate_fn
 from verl.workers.utils.padding import response_to_nested
 
+from seal.dataset import TEST_FILE
 from seal.env.client import EnvServiceError
 from seal.env.connect import put_profile
 from seal.env.ray_actors import RayEnvClient, keep_fleet, start_env_actors
-from seal.reports.runs import CHECKPOINT_PREFIX, STEPS_FILE, read_dump, split_of
+from seal.reports.runs import CHECKPOINT_PREFIX, STEPS_FILE, Selection, read_dump, split_of, write_test_report
 from seal.results.pass_rate import MISSING, missing_rows, score_rows
-from seal.trainer.launch.holdout import TEST_FILE, Selection, write_report
 from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
 from seal.trainer.rl.closed_loop import ClosedLoop
 from seal.trainer.rl.env_failures import check_env_error_share
@@ -255,7 +255,7 @@ class SealPPOTrainer(PPOTrainerSync):
                 self.config.trainer.validation_data_dir = val[2]
         self._shutdown_dump_executor()  # the dump is written before the report reads it
         self._init_dump_executor()
-        write_report(
+        write_test_report(
             run_dir,
             Selection(step, step, {step: val_mean}),
             {step: read_dump(folder / f"{step}.jsonl")},
