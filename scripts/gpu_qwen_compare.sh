@@ -17,6 +17,22 @@
 # specs at once; then each start, served on its first GPU, gets its greedy val and 8 samples at temperature 1 of
 # the 64 train tasks the arms of seed 1 draw, and one line in experiments/qwen/starts.jsonl (val, mixed share,
 # pass@1, pass@8, per category, the card, the phases' seconds).
+#   bash scripts/gpu_qwen_compare.sh sitting MODEL_DIR ARM SEED   # one arm x one seed on this node, in one job
+# `sitting` (docs/guides/gpu.md, "One arm, one seed, one job"), on all the node's GPUs (2 or 4; NGPUS, default
+# nvidia-smi's count), each phase skipped when done and its seconds printed and kept in
+# experiments/qwen/sitting_ARM_sSEED/phases/: install (only with KIT=FOLDER: scripts/gpu_node_install.sh),
+# sft (exp/sft_qwen.yaml as experiment sft_qwen_sitting), sft_score (its greedy val and 8 samples at T=1 of
+# the 64 train tasks the arm draws with SEED), arm_startup + arm_steps + test (one launch of
+# exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs, greedy val before and after,
+# the 300 test tasks after in the same launch, seal.test_after; no checkpoint), then one line appended to
+# experiments/qwen/runs.jsonl (seal/reports/sitting.py) and the small files in
+# experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as results/qwen_coder_1_5b/ARM_sSEED_DATE/.
+# Time budget of a sitting from a bare node of 4 H200, from the measurements of docs/qwen_coder_1_5b.md:
+#   carry the kit 240 + install and model 163 + SFT 342 (2 GPUs; 4 not slower) + its score 254
+#   + the arm's start-up with val before 330 + 16 steps x 33 (44-50 s on 2 GPUs x 0.65, the 4/2-GPU step
+#   ratio measured on this recipe) = 528 + val after 60 + test 300 tasks ~150 + pack 10 = 2077 s = 35 min;
+#   on 2 H200, 16 x 47 = 752: 2301 s = 38 min. The issue's 25 minutes (1500 s) are not met by this arithmetic:
+#   the first sitting measures each phase (they are printed) and the budget is set from them.
 # SEEDS: none by default (base, SFT and its evaluation only). ARMS (default "seal vanilla"; add full_loop for
 # exp/learn_qwen_full_loop.yaml) are trained two at a time, the first on GPUs 0-1, the second on GPUs 2-3.
 # SFT_STEP picks the SFT checkpoint the arms start from (default: the saved step with the best greedy val,
@@ -83,7 +99,8 @@ train_start() {  # train_start NAME GPUS [OVERRIDE...]: exp/sft_qwen.yaml on tho
   log "$exp: exit $status after $((SECONDS - began)) s"
 }
 
-score_start() {  # score_start NAME GPUS [OVERRIDE...]: greedy val and 8 samples of seed 1's train draw, one line
+score_start() {  # score_start NAME GPUS [OVERRIDE...]: greedy val and 8 samples of seed DRAW_SEED's (1) train
+  # draw, one line
   local name=$1 gpus=$2 exp="sft_qwen_$1" began=$SECONDS folder gpu status
   shift 2
   gpu=${gpus%%,*}
@@ -92,7 +109,7 @@ score_start() {  # score_start NAME GPUS [OVERRIDE...]: greedy val and 8 samples
   serve "$folder" "$exp" "$gpu" "$state/eval_$exp.vllm.log" || return 1
   score "$folder" "$exp" "$gpu" "$state/eval_${exp}_val" --split val --concurrency 50 &
   local greedy=$!
-  score "$folder" "$exp" "$gpu" "$state/eval_${exp}_mixed" --split train --tasks "$(drawn_tasks 1)" --samples 8 \
+  score "$folder" "$exp" "$gpu" "$state/eval_${exp}_mixed" --split train --tasks "$(drawn_tasks "${DRAW_SEED:-1}")" --samples 8 \
     --temperature 1 --seed 0 --concurrency 64
   status=$?
   wait $greedy || status=1
@@ -205,6 +222,82 @@ drive() {  # drive MODEL SEED...
   log "driver: done"
 }
 
+timed() {  # timed DIR PHASE COMMAND...: the command unless DIR/PHASE holds its seconds; prints them
+  local dir=$1 phase=$2 began=$SECONDS
+  shift 2
+  [ -f "$dir/$phase" ] && { log "phase $phase: done already ($(cat "$dir/$phase") s)"; return 0; }
+  "$@" || { log "phase $phase: failed after $((SECONDS - began)) s"; return 1; }
+  echo $((SECONDS - began)) > "$dir/$phase"
+  log "phase $phase: $(cat "$dir/$phase") s"
+}
+
+arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPUS RUN: the arm with val before and after and the test pass
+  local steps=${STEPS:-16}
+  [ -f "experiments/$5/trained.json" ] && return 0
+  CUDA_VISIBLE_DEVICES=$(seq -s, 0 $(($4 - 1))) "$py" launcher.py --conf "exp/learn_qwen_$1.yaml" --with-bfcl -- \
+    actor_rollout_ref.model.path="$3" seed="$2" trainer.experiment_name="$5" trainer.n_gpus_per_node="$4" \
+    trainer.total_training_steps="$steps" trainer.total_epochs=$(((steps + 7) / 8)) trainer.test_freq="$steps" \
+    trainer.save_freq=-1 seal.test_after=true 'trainer.logger=[console,file]' > "$state/$5.log" 2>&1
+}
+
+split_arm_phases() {  # split_arm_phases RUN DIR: the launch's seconds into start-up, steps and test, from its metrics
+  "$py" - "experiments/$1" "$2" <<'PY'
+import json, pathlib, sys
+run, phases = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+lines = [json.loads(l) for f in sorted((run / "metrics").glob("*.jsonl")) for l in f.read_text().splitlines() if l]
+steps = sum(l["data"].get("timing_s/step", 0) for l in lines)
+test = sum(l["data"].get("timing_s/test", 0) for l in lines)
+whole = int((phases / "arm").read_text())
+(phases / "arm_steps").write_text(f"{int(steps)}\n")
+(phases / "test").write_text(f"{int(test)}\n")
+(phases / "arm_startup").write_text(f"{max(0, whole - int(steps) - int(test))}\n")
+PY
+}
+
+sitting() {  # sitting MODEL ARM SEED: one arm x one seed on all of this node's GPUs, each phase timed and skipped
+  local model=$1 arm=$2 seed=$3 gpus=${NGPUS:-$(nvidia-smi -L | wc -l)} run="learn_qwen_$2_s$3_sitting"
+  local dir="$state/sitting_$2_s$3" sft="sft_qwen_sitting" folder card
+  mkdir -p "$dir/phases"
+  echo $$ > "$state/driver.pid"
+  if [ -n "${KIT:-}" ]; then
+    timed "$dir/phases" install source scripts/gpu_node_install.sh "$KIT" || return 1
+    set +e
+  fi
+  timed "$dir/phases" sft train_start sitting "$(seq -s, 0 $((gpus - 1)))" || return 1
+  [ -f "experiments/$sft/trained.json" ] || { log "$sft: not trained ($state/$sft.log)"; return 1; }
+  DRAW_SEED=$seed timed "$dir/phases" sft_score score_start sitting "$(seq -s, 0 $((gpus - 1)))" || return 1
+  folder=$(ls -d "experiments/$sft"/checkpoints/global_step_*/huggingface | sort -V | tail -1)
+  timed "$dir/phases" arm arm_launch "$arm" "$seed" "$folder" "$gpus" "$run" || return 1
+  [ -f "$dir/phases/arm_steps" ] || split_arm_phases "$run" "$dir/phases"
+  card=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
+  if [ ! -f "$dir/line.json" ]; then
+    "$py" -m seal.reports.sitting --arm "$arm" --seed "$seed" --card "$card" --gpus "$gpus" \
+      --sft-val "$state/eval_${sft}_val" --sft-mixed "$state/eval_${sft}_mixed" --run "experiments/$run" \
+      --phases "$dir/phases" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+      > "$dir/line.json.partial" && mv "$dir/line.json.partial" "$dir/line.json" || return 1
+    cat "$dir/line.json" >> "$state/runs.jsonl"
+  fi
+  pack_sitting "$arm" "$seed" "$run" "$dir"
+  log "sitting $arm seed $seed: $(grep -o '"sitting_s": [0-9]*' "$dir/line.json")"
+}
+
+pack_sitting() {  # pack_sitting ARM SEED RUN DIR: the sitting's small files as results/qwen_coder_1_5b/<folder>/
+  local name="$1_s$2_$(date -u +%F)" stage
+  stage=$(mktemp -d)
+  local to="$stage/results/qwen_coder_1_5b/$name" run="experiments/$3" sft="experiments/sft_qwen_sitting"
+  mkdir -p "$to"
+  cp "$4/line.json" "$to/result.json"
+  cp "$state/eval_sft_qwen_sitting_val/summary.json" "$to/sft_val_summary.json"
+  cp "$state/eval_sft_qwen_sitting_mixed/summary.json" "$to/sft_mixed_summary.json"
+  cat "$sft"/metrics/*.jsonl > "$to/sft_metrics.jsonl" 2>/dev/null
+  cat "$run"/metrics/*.jsonl > "$to/arm_metrics.jsonl"
+  cp "$run/test_report.json" "$to/"
+  [ -f "$run/seal_steps.jsonl" ] && cp "$run/seal_steps.jsonl" "$to/"
+  grep -h "phase \|sitting " "$state/driver.log" > "$to/phases.log" 2>/dev/null
+  tar -czf "$state/sitting_$1_s$2.tar.gz" -C "$stage" results && rm -rf "$stage"
+  echo "packed $state/sitting_$1_s$2.tar.gz (untar it in the project root; the line is also in $state/runs.jsonl)"
+}
+
 driver_alive() { [ -f "$state/driver.pid" ] && kill -0 "$(cat "$state/driver.pid")" 2>/dev/null; }
 
 status() {
@@ -256,6 +349,14 @@ case "$mode" in
     model=$1
     shift
     drive_starts "$@" ;;
+  sitting)
+    [ $# -eq 3 ] || { echo "gpu_qwen_compare.sh: sitting MODEL_DIR ARM SEED" >&2; exit 2; }
+    [ -f "exp/learn_qwen_$2.yaml" ] || { echo "gpu_qwen_compare.sh: no arm '$2' (exp/learn_qwen_$2.yaml)" >&2; exit 2; }
+    [[ "$3" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: SEED is a whole number, got '$3'" >&2; exit 2; }
+    [ -n "${KIT:-}" ] || [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json" >&2; exit 2; }
+    model=$1
+    mkdir -p "$state"
+    sitting "$@" 2>&1 | tee -a "$state/driver.log" ;;
   status) status ;;
   wait)
     [[ "${1:-540}" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: wait [SECONDS], a whole number" >&2; exit 2; }
@@ -274,5 +375,5 @@ case "$mode" in
       kill -- -"$pid" 2>/dev/null || kill "$pid"
       echo "stopped the driver (pid $pid) and what it started"
     else echo "no driver running"; fi ;;
-  *) echo "gpu_qwen_compare.sh: no mode '$mode' (build start run status wait pack stop; --help)" >&2; exit 2 ;;
+  *) echo "gpu_qwen_compare.sh: no mode '$mode' (build start run starts sitting status wait pack stop; --help)" >&2; exit 2 ;;
 esac

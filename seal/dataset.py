@@ -22,6 +22,8 @@ from seal.bfcl.tasks import CATEGORIES, SPLITS, get_task, split_ids
 from seal.env.episode import Episode
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"  # the repository's data/ (editable install)
+TEST_FILE = DATA_DIR / "bfcl_test.parquet"
+"""The test split's 300 tasks: `launcher.py --test` and `seal.test_after` evaluate on it."""
 TRAIN_AGENT = "seal_agent"
 EVAL_AGENT = "seal_eval_agent"
 PER_CATEGORY = {"train": 100, "val": 25, "test": 75}

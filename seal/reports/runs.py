@@ -37,6 +37,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
@@ -64,6 +65,35 @@ would otherwise hide one another."""
 DODGE = 0.05
 """How far apart, in parts of the smallest step interval, neighbouring categories' curves are drawn."""
 COLUMNS = ["split", "step", "checkpoint", *(SHORT_NAMES[c] for c in CATEGORIES), "Avg", "n"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which checkpoints to report, and the val means they were chosen from (step -> mean)."""
+
+    best_step: int
+    last_step: int
+    val_mean: dict[int, float]
+
+
+def write_test_report(
+    run_dir: Path, selection: Selection, scores: dict[int, SplitScore], rule: str
+) -> dict[str, Any]:
+    """Write `run_dir/test_report.json` (what `seal report` and the comparison read) and return it."""
+    report = {
+        "selection": {
+            "rule": rule,
+            "best_step": selection.best_step,
+            "last_step": selection.last_step,
+            "val_mean": {str(step): mean for step, mean in selection.val_mean.items()},
+        },
+        "test": {
+            "best": asdict(scores[selection.best_step]),
+            "last": asdict(scores[selection.last_step]),
+        },
+    }
+    (run_dir / REPORT_NAME).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
 
 
 class RunError(ValueError):

@@ -61,6 +61,12 @@ class SealSettings:
     without verl's fused kernels, the log-probs chunked), else padded sdpa. The launcher resolves it and sets
     the model's attn_implementation, use_remove_padding, use_fused_kernels and external_lib
     (seal/trainer/launch/kernel.py)."""
+    test_after: bool = False
+    """Right after the last step's validation, one greedy pass over the test split (data/bfcl_test.parquet,
+    300 tasks) in the same launch: the same agent loop and rollout servers, so no second start-up and no
+    checkpoint. Dumped as `<run>/test/global_step_N/N.jsonl` with `<run>/test_report.json`, the files
+    `--test` writes, and logged as `test/...` metrics. Needs `trainer.test_freq >= 1` (verl validates the
+    last step only then). `--test` still tests saved checkpoints in launches of their own."""
 
     def __post_init__(self) -> None:
         if self.taxonomy not in TAXONOMIES:

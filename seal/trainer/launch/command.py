@@ -3,6 +3,7 @@
     python launcher.py --conf exp/SEAL.yaml             # train (GPUs); starts the environment service
     python launcher.py --conf exp/SEAL.yaml --dry-run   # everything up to the first GPU allocation (CPU)
     python launcher.py --conf exp/SEAL.yaml --test      # train, then test the best-val and last checkpoints
+    python launcher.py --conf exp/SEAL.yaml -- seal.test_after=true  # train; test the last step in the launch
     python launcher.py --conf exp/SEAL.yaml -- actor_rollout_ref.model.path=/models/Qwen2.5-3B-Instruct
     python launcher.py --conf exp/sft_warmstart.yaml -- model.path=/models/SmolLM2-135M-Instruct   # SFT
 
@@ -225,7 +226,8 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
             "--with-bfcl and --env-url name an HTTP service; seal.rollout.env_backend=ray uses none", 2
         )
     run_dir = Path(config.trainer.default_local_dir).parent
-    for data in check_data(data_files(config, TEST_FILE if args.test else None)):
+    tests = args.test or settings.test_after
+    for data in check_data(data_files(config, TEST_FILE if tests else None)):
         print(f"data  {data.split:5s} {data.path}{'  (built)' if data.built else ''}")
     stamp = launch_stamp()
     log = None if args.dry_run else run_dir / SERVICE_LOG
@@ -254,7 +256,21 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
             mark_finished(run_dir, config)
         if args.test:
             print(json.dumps(entry.evaluate_test(config)["test"], indent=2))
+        elif settings.test_after:
+            print(json.dumps(tested_in_launch(run_dir)["test"], indent=2))
     return 0
+
+
+def tested_in_launch(run_dir: Path) -> dict[str, Any]:
+    """The test report the trainer wrote after its last step (`seal.test_after`)."""
+    from seal.reports.runs import REPORT_NAME
+
+    path = run_dir / REPORT_NAME
+    if not path.is_file():
+        raise LaunchError(
+            f"{path} is missing: the training launch ended without its test pass (seal.test_after)"
+        )
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv: list[str]) -> int:

@@ -4,35 +4,29 @@
 from the val dumps alone (`select_checkpoints`: the saved step with the highest val mean, the earliest on a
 tie; it reads only those files and the checkpoint folders), runs verl's `val_only` pass on the
 300 test tasks for each (`resume_mode=resume_path`) through `train`, each into its own folder under
-`<run>/test/`, which selection never reads: test numbers cannot influence the choice.
+`<run>/test/`, which selection never reads: test numbers cannot influence the choice. `seal.test_after`
+instead tests the last step inside the training launch (SealPPOTrainer) and writes the same files.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
-from seal.dataset import DATA_DIR
-from seal.reports.runs import CHECKPOINT_PREFIX, REPORT_NAME, read_dump, validation_history
+from seal.dataset import TEST_FILE
+from seal.reports.runs import (
+    CHECKPOINT_PREFIX,
+    Selection,
+    read_dump,
+    validation_history,
+    write_test_report,
+)
 from seal.results.pass_rate import SplitScore
 from seal.trainer.experiment import train
-
-TEST_FILE = DATA_DIR / "bfcl_test.parquet"
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which checkpoints to report, and the val means they were chosen from (step -> mean)."""
-
-    best_step: int
-    last_step: int
-    val_mean: dict[int, float]
 
 
 def evaluate_test(
@@ -54,20 +48,9 @@ def evaluate_test(
         out_dir = run_dir / "test" / f"{CHECKPOINT_PREFIX}{step}"
         run(test_config(config, checkpoint_dir / f"{CHECKPOINT_PREFIX}{step}", out_dir, test_files))
         scores[step] = read_dump(out_dir / f"{step}.jsonl")
-    report = {
-        "selection": {
-            "rule": "best val mean over saved checkpoints (earliest on a tie)",
-            "best_step": selection.best_step,
-            "last_step": selection.last_step,
-            "val_mean": {str(step): mean for step, mean in selection.val_mean.items()},
-        },
-        "test": {
-            "best": asdict(scores[selection.best_step]),
-            "last": asdict(scores[selection.last_step]),
-        },
-    }
-    (run_dir / REPORT_NAME).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return report
+    return write_test_report(
+        run_dir, selection, scores, "best val mean over saved checkpoints (earliest on a tie)"
+    )
 
 
 def checkpoint_steps(checkpoint_dir: Path) -> list[int]:
@@ -114,4 +97,5 @@ def test_config(
     trainer.validation_data_dir = str(out_dir)
     trainer.logger = ["console"]
     test.seal.interface.adapt = False
+    test.seal.test_after = False
     return test

@@ -213,6 +213,16 @@ def run_length_problem(config: DictConfig, settings: SealSettings) -> str | None
     )
 
 
+def test_after_problem(config: DictConfig, settings: SealSettings) -> str | None:
+    test_freq = config.trainer.test_freq
+    if not settings.test_after or (type(test_freq) is int and test_freq >= 1):
+        return None
+    return (
+        f"trainer.test_freq={test_freq}: with seal.test_after, allowed: an integer >= 1 (verl validates "
+        "the last step, which the test pass follows, only then)"
+    )
+
+
 def rho_labels_problem(config: DictConfig, settings: SealSettings) -> str | None:
     weighable = [label for label in TAXONOMY_LABELS[settings.taxonomy] if label not in EXCLUDED]
     for label, weight in settings.apatch.rho.items():
@@ -390,6 +400,13 @@ RULES: tuple[Rule, ...] = (
         "--test selects checkpoints by their val results",
         "config",
         enforced_by=f"{LAUNCH}.checks.check_test_protocol",
+    ),
+    Rule(
+        ("seal.test_after", "trainer.test_freq"),
+        "with seal.test_after: test_freq >= 1",
+        "the test pass follows the last step's validation, which verl runs only then",
+        "config",
+        test_after_problem,
     ),
     Rule(
         ("seal.attention",),

@@ -6,7 +6,8 @@ written back, and C_t goes to the environment service, whose Evolve(Ω, C_t) mak
 `seal.apatch.mode=off` nothing is written back: the advantages stay verl's, bit for bit. SEAL's state
 (C_t, ρ, Ω) is saved as `global_step_N/seal_state.json` beside verl's checkpoint and restored with it (Ω
 exactly, its whole state: seal/trainer/rl/resume_omega.py);
-every step's profile, ρ and Ω are also appended to `<run>/seal_steps.jsonl`.
+every step's profile, ρ and Ω are also appended to `<run>/seal_steps.jsonl`. With `seal.test_after` the
+last step's validation is followed by a greedy pass over the test split in the same launch (`_validate`).
 """
 
 from __future__ import annotations
@@ -24,17 +25,21 @@ import torch
 import transfer_queue as tq
 from omegaconf import DictConfig, open_dict
 from tensordict import TensorDict
+from torchdata.stateful_dataloader import StatefulDataLoader
 from transfer_queue import KVBatchMeta
 from verl.protocol import DataProto
+from verl.trainer.ppo.utils import create_rl_dataset
 from verl.trainer.ppo.v1 import PPOTrainerSync
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+from verl.utils.dataset.rl_dataset import collate_fn
 from verl.workers.utils.padding import response_to_nested
 
+from seal.dataset import TEST_FILE
 from seal.env.client import EnvServiceError
 from seal.env.connect import put_profile
 from seal.env.ray_actors import RayEnvClient, keep_fleet, start_env_actors
-from seal.reports.runs import STEPS_FILE, split_of
+from seal.reports.runs import CHECKPOINT_PREFIX, STEPS_FILE, Selection, read_dump, split_of, write_test_report
 from seal.results.pass_rate import MISSING, missing_rows, score_rows
 from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
 from seal.trainer.rl.closed_loop import ClosedLoop
@@ -48,6 +53,7 @@ from seal.urls import masked_url
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "seal_state.json"
+TEST_AFTER_RULE = "the last step, tested in its training launch (seal.test_after)"
 REPLAY_POLL_S = 0.1  # how often the trainer asks TransferQueue whether the step's episodes are all in
 METRICS = {
     "seal/interface/evolve_failed": "1 when sending C_t to the environment service (Evolve) failed this step",
@@ -58,6 +64,10 @@ METRICS = {
     "Avg); a task without a row counts as failed",
     "val-aux/seal/pass_rate/{category}": "validation pass rate of the category",
     "val-aux/seal/missing_rows": "validation tasks that came back without a row (counted as failed)",
+    "test/{metric}": "with seal.test_after, at the last step: each validation metric (`val-core/{metric}`, "
+    "`val-aux/{metric}`) of the test split's greedy pass",
+    "timing_s/test": "with seal.test_after, at the last step: seconds of the test pass (also inside verl's "
+    "timing_s/testing)",
 }
 """Every metric the trainer logs itself, beside `ClosedLoop`'s, with its meaning: the source of
 docs/reference/metrics.md."""
@@ -218,6 +228,59 @@ class SealPPOTrainer(PPOTrainerSync):
             handle.write(json.dumps(record) + "\n")
 
     # -- validation -------------------------------------------------------------------------------
+    def _validate(self) -> dict[str, float]:
+        """verl's validation; with `seal.test_after`, the last step's is followed by the test pass."""
+        metrics = super()._validate()
+        if self.seal_settings.test_after and self.global_steps >= self.total_training_steps:
+            metrics.update(self._test_pass(metrics["val-core/seal/pass_rate_mean"]))
+        return metrics
+
+    def _test_pass(self, val_mean: float) -> dict[str, float]:
+        """verl's validation pass again, over the test split: the same agent loop and rollout servers, the
+        greedy sampling of validation. Its dump and report are the files `--test` writes for a checkpoint of
+        this step; its metrics are the validation's, renamed `test/...`."""
+        started = time.perf_counter()
+        step = self.global_steps
+        run_dir = Path(self.config.trainer.default_local_dir).parent
+        folder = run_dir / "test" / f"{CHECKPOINT_PREFIX}{step}"
+        val = self.val_dataset, self.val_dataloader, self.config.trainer.validation_data_dir
+        self.val_dataset, self.val_dataloader = self._test_data()
+        with open_dict(self.config):
+            self.config.trainer.validation_data_dir = str(folder)
+        try:
+            metrics = super()._validate()
+        finally:
+            self.val_dataset, self.val_dataloader = val[:2]
+            with open_dict(self.config):
+                self.config.trainer.validation_data_dir = val[2]
+        self._shutdown_dump_executor()  # the dump is written before the report reads it
+        self._init_dump_executor()
+        write_test_report(
+            run_dir,
+            Selection(step, step, {step: val_mean}),
+            {step: read_dump(folder / f"{step}.jsonl")},
+            TEST_AFTER_RULE,
+        )
+        tested = {
+            f"test/{key.split('/', 1)[1]}": value for key, value in metrics.items() if key.startswith("val-")
+        }
+        return tested | {"timing_s/test": time.perf_counter() - started}
+
+    def _test_data(self) -> tuple[Any, StatefulDataLoader]:
+        """The test split as verl's validation set and loader, every task in one batch per val batch."""
+        dataset = create_rl_dataset(
+            [str(TEST_FILE)], self.config.data, self.tokenizer, self.processor, is_train=False
+        )
+        loader = StatefulDataLoader(
+            dataset=dataset,
+            batch_size=self.config.data.val_batch_size or len(dataset),
+            num_workers=self.config.data["dataloader_num_workers"],
+            shuffle=False,
+            drop_last=False,
+            collate_fn=collate_fn,
+        )
+        return dataset, loader
+
     def _val_metrics_update(
         self, data_sources, sample_uids, reward_extra_infos_dict, sample_turns, expected_acc_counts=None
     ) -> dict[str, float]:

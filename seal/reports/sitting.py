@@ -1,0 +1,122 @@
+"""One sitting's result line: one arm x one seed, from its SFT start's scores and its run folder.
+
+    python -m seal.reports.sitting --arm seal --seed 1 --card "NVIDIA H200" --gpus 4 \
+        --sft-val EVAL_DIR --sft-mixed EVAL_DIR --run experiments/learn_qwen_seal_s1 \
+        --phases PHASES_DIR --commit abc1234 >> experiments/qwen/runs.jsonl
+
+The sitting driver (`scripts/gpu_qwen_compare.sh sitting`, docs/guides/gpu.md) calls it once the arm has
+ended. EVAL_DIR is a `seal eval` output folder (its summary.json); the run folder holds the arm's greedy
+validation dumps (`validation/{step}.jsonl`: the first is val before training, the last val after), its test
+pass (`test_report.json`, written in the launch by `seal.test_after`) and its metrics (`metrics/*.jsonl`);
+PHASES_DIR holds one file per phase, named after it, with its whole seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from seal.reports.compare import read_steps
+from seal.reports.runs import test_scores, validation_history
+from seal.results.pass_rate import SplitScore
+
+MIXED_SHARE = "seal/groups/mixed_share"
+"""The trainer's per-step share of GRPO groups whose rewards differ (seal/trainer/rl/closed_loop.py)."""
+PHASES = ("install", "sft", "sft_score", "arm_startup", "arm_steps", "test")
+
+
+class SittingError(ValueError):
+    """A sitting whose files do not make a result line; the message is one line."""
+
+
+def sitting_line(
+    identity: dict[str, Any],
+    sft_val: dict[str, Any],
+    sft_mixed: dict[str, Any],
+    run: Path,
+    phases: dict[str, int],
+) -> dict[str, Any]:
+    """The result line: `identity` (arm, seed, card, gpus, commit, date) and the measured values, each mean
+    beside its per-category dict (`*_by_category`)."""
+    history = validation_history(run / "validation")
+    if len(history) < 2:
+        raise SittingError(f"{run / 'validation'}: {len(history)} validation pass(es), need before and after")
+    tested = dict(test_scores(run)).get("last")
+    if tested is None:
+        raise SittingError(
+            f"{run}: no test_report.json (the launch's test pass, seal.test_after, did not end)"
+        )
+    steps = read_steps(run)
+    mixed = steps.get(MIXED_SHARE)
+    line = dict(identity)
+    line |= _scored("sft_val", sft_val["pass_rate"], _by_category(sft_val, "pass_rate"))
+    line |= _scored("sft_mixed", sft_mixed["mixed_share"], _by_category(sft_mixed, "mixed_share"))
+    line |= _split("val_before", history[min(history)]) | _split("val_after", history[max(history)])
+    line |= _split("test_after", tested)
+    line["steps"] = len(steps)
+    line["mixed_share_mean"] = None if mixed is None else float(mixed.mean())
+    line["mixed_share_by_step"] = None if mixed is None else [float(x) for x in mixed]
+    line["phases"] = {name: phases[name] for name in PHASES if name in phases}
+    line["sitting_s"] = sum(line["phases"].values())
+    return line
+
+
+def _scored(name: str, mean: float, by_category: dict[str, float]) -> dict[str, Any]:
+    return {name: mean, f"{name}_by_category": by_category}
+
+
+def _split(name: str, score: SplitScore) -> dict[str, Any]:
+    return _scored(name, score.mean, score.by_category)
+
+
+def _by_category(summary: dict[str, Any], key: str) -> dict[str, float]:
+    return {category: values[key] for category, values in summary["by_category"].items()}
+
+
+def read_phases(folder: Path) -> dict[str, int]:
+    """Each phase file's whole seconds, by phase name."""
+    return {name: int((folder / name).read_text()) for name in PHASES if (folder / name).is_file()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m seal.reports.sitting", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--arm", required=True, help="the arm's name: seal, vanilla or full_loop")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--card", required=True, help="the GPU's name, as nvidia-smi gives it")
+    parser.add_argument("--gpus", type=int, required=True, help="GPUs the SFT start and the arm trained on")
+    parser.add_argument(
+        "--sft-val", type=Path, required=True, help="`seal eval` folder: the start's greedy val"
+    )
+    parser.add_argument("--sft-mixed", type=Path, required=True, help="`seal eval` folder: its 8 samples")
+    parser.add_argument("--run", type=Path, required=True, help="the arm's run folder")
+    parser.add_argument("--phases", type=Path, required=True, help="folder of one seconds file per phase")
+    parser.add_argument("--commit", required=True, help="the project's commit the sitting ran")
+    args = parser.parse_args(argv)
+    identity = {
+        "arm": args.arm,
+        "seed": args.seed,
+        "card": args.card,
+        "gpus": args.gpus,
+        "date": date.today().isoformat(),
+        "commit": args.commit,
+    }
+    try:
+        summaries = [
+            json.loads((folder / "summary.json").read_text()) for folder in (args.sft_val, args.sft_mixed)
+        ]
+        line = sitting_line(identity, *summaries, args.run, read_phases(args.phases))
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"sitting: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(line))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

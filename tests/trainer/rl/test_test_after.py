@@ -1,0 +1,161 @@
+"""`seal.test_after`: the last step's validation is followed, in the same launch, by one greedy pass over the
+test split, dumped and reported where `--test` puts a checkpoint's; with the option off nothing of it runs.
+
+verl's own validation pass (agent loop, rollout servers, TransferQueue) needs GPUs, so it is stood in for by
+`scripted_validate`, which scores the tasks verl's loader yields and hands them to SealPPOTrainer's dump and
+metrics as verl does; the loaders themselves are verl's, over the real parquet files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from torchdata.stateful_dataloader import StatefulDataLoader
+from verl.trainer.ppo.utils import create_rl_dataset
+from verl.trainer.ppo.v1 import trainer_base
+from verl.utils.dataset.rl_dataset import collate_fn
+
+from seal.bfcl.tasks import CATEGORIES, split_ids
+from seal.dataset import parquet_bytes
+from seal.reports import runs
+from seal.trainer.experiment import PROJECT_ROOT, ExperimentError, check_values, compose_experiment
+from seal.trainer.rl import trainer as trainer_module
+from seal.trainer.rl.trainer import TEST_AFTER_RULE, SealPPOTrainer
+from seal.trainer.settings import settings_from_config
+from tests.support.chatml import chatml_tokenizer
+
+STEPS = 3
+TEST_FREQ = 2  # validations at steps 0, 2 and 3 (verl validates the last step too)
+
+
+def passes(task_id: str) -> bool:
+    """The scripted model: it solves the tasks whose number is a multiple of 3."""
+    return int(task_id.rsplit("_", 1)[1]) % 3 == 0
+
+
+def expected_mean(split: str) -> float:
+    rates = []
+    for category in CATEGORIES:
+        ids = [t for t in split_ids(split) if t.startswith(f"{category}_")]
+        rates.append(sum(passes(t) for t in ids) / len(ids))
+    return sum(rates) / len(rates)
+
+
+def scripted_validate(self: SealPPOTrainer) -> dict[str, float]:
+    """Stands in for verl's `_validate`: each task of the loader played once, scored by `passes`, its rows
+    dumped to `trainer.validation_data_dir` and scored through `_val_metrics_update`."""
+    task_ids, sources = [], []
+    for batch in self.val_dataloader:
+        task_ids += [str(reward["ground_truth"]) for reward in batch["reward_model"]]
+        sources += [str(source) for source in batch["data_source"]]
+    self.loaders_played.append(task_ids)
+    scores = [float(passes(task_id)) for task_id in task_ids]
+    extra = {"reward": scores, "task_id": task_ids}
+    n = len(task_ids)
+    self._dump_generations(
+        [""] * n, [""] * n, task_ids, scores, extra, self.config.trainer.validation_data_dir
+    )
+    return self._val_metrics_update(sources, [f"u{i}" for i in range(n)], extra, [1] * n)
+
+
+@pytest.fixture
+def make_trainer(tmp_path, monkeypatch):
+    for split in ("val", "test"):
+        (tmp_path / f"bfcl_{split}.parquet").write_bytes(parquet_bytes(split))
+    monkeypatch.setattr(trainer_module, "TEST_FILE", tmp_path / "bfcl_test.parquet")
+    monkeypatch.setattr(trainer_base.PPOTrainer, "_validate", scripted_validate)
+    tokenizer = chatml_tokenizer(["hello world"], vocab_size=300)
+
+    def make(test_after: bool) -> SealPPOTrainer:
+        config = compose_experiment(
+            PROJECT_ROOT / "exp" / "SEAL.yaml",
+            [
+                f"seal.test_after={str(test_after).lower()}",
+                f"trainer.default_local_dir={tmp_path / 'run' / 'checkpoints'}",
+                f"trainer.validation_data_dir={tmp_path / 'run' / 'validation'}",
+                f"trainer.test_freq={TEST_FREQ}",
+                "data.filter_overlong_prompts=false",  # the stand-in tokenizer spells prompts out
+            ],
+        )
+        trainer = object.__new__(SealPPOTrainer)
+        trainer.config = config
+        trainer.seal_settings = settings_from_config(config)
+        trainer.tokenizer, trainer.processor = tokenizer, None
+        trainer.val_dataset = create_rl_dataset(
+            [str(tmp_path / "bfcl_val.parquet")], config.data, tokenizer, None, is_train=False
+        )
+        trainer.val_dataloader = StatefulDataLoader(trainer.val_dataset, batch_size=50, collate_fn=collate_fn)
+        trainer.total_training_steps = STEPS
+        trainer.loaders_played = []
+        trainer._init_dump_executor()
+        return trainer
+
+    return make
+
+
+def validations_of_a_run(trainer: SealPPOTrainer) -> list[dict[str, float]]:
+    """The validations verl's `fit` runs: before training, every TEST_FREQ steps and at the last step."""
+    trainer.global_steps = 0
+    metrics = [trainer._validate()]
+    for step in range(1, STEPS + 1):
+        trainer.global_steps = step
+        if step % TEST_FREQ == 0 or step == STEPS:
+            metrics.append(trainer._validate())
+    trainer._shutdown_dump_executor()
+    return metrics
+
+
+def test_the_test_split_is_played_once_after_the_last_validation(make_trainer, tmp_path):
+    trainer = make_trainer(test_after=True)
+    val_loader = trainer.val_dataloader
+    metrics = validations_of_a_run(trainer)
+
+    played = trainer.loaders_played
+    assert len(played) == 4  # val at 0, 2 and 3, then test
+    assert all(sorted(ids) == sorted(split_ids("val")) for ids in played[:3])
+    assert sorted(played[3]) == sorted(split_ids("test"))
+    assert trainer.val_dataloader is val_loader  # the val set is the val set again
+    assert trainer.config.trainer.validation_data_dir == str(tmp_path / "run" / "validation")
+
+    last = metrics[-1]
+    assert last["val-core/seal/pass_rate_mean"] == pytest.approx(expected_mean("val"))
+    assert last["test/seal/pass_rate_mean"] == pytest.approx(expected_mean("test"))
+    assert last["test/seal/missing_rows"] == 0.0
+    assert last["timing_s/test"] >= 0.0
+    assert not any(key.startswith("test/") for m in metrics[:-1] for key in m)
+
+    run = tmp_path / "run"
+    dump = [
+        json.loads(line) for line in (run / "test" / "global_step_3" / "3.jsonl").read_text().splitlines()
+    ]
+    assert len(dump) == 300 and {row["split"] for row in dump} == {"test"}
+    report = json.loads((run / "test_report.json").read_text())
+    assert report["selection"] == {
+        "rule": TEST_AFTER_RULE,
+        "best_step": STEPS,
+        "last_step": STEPS,
+        "val_mean": {"3": pytest.approx(expected_mean("val"))},
+    }
+    best = dict(runs.test_scores(run))["best"]  # what `seal report` and the comparison read
+    assert best.n == 300 and best.mean == pytest.approx(expected_mean("test"))
+    assert sorted(p.name for p in (run / "validation").glob("*.jsonl")) == ["0.jsonl", "2.jsonl", "3.jsonl"]
+
+
+def test_without_the_option_no_test_pass_runs(make_trainer, tmp_path):
+    trainer = make_trainer(test_after=False)
+    metrics = validations_of_a_run(trainer)
+    assert len(trainer.loaders_played) == 3
+    assert not any(key.startswith("test/") for m in metrics for key in m)
+    assert not (tmp_path / "run" / "test").exists() and not (tmp_path / "run" / "test_report.json").exists()
+
+
+def test_the_option_needs_a_validated_last_step():
+    config = compose_experiment(
+        PROJECT_ROOT / "exp" / "SEAL.yaml", ["seal.test_after=true", "trainer.test_freq=-1"]
+    )
+    with pytest.raises(
+        ExperimentError, match=r"trainer.test_freq=-1: with seal.test_after, allowed: an integer"
+    ):
+        check_values(config)
+    config.trainer.test_freq = 8
+    assert check_values(config).test_after
