@@ -290,7 +290,7 @@ pack_sitting() {  # pack_sitting ARM SEED RUN DIR: the sitting's small files as 
   cp "$state/eval_sft_qwen_sitting_val/summary.json" "$to/sft_val_summary.json"
   cp "$state/eval_sft_qwen_sitting_mixed/summary.json" "$to/sft_mixed_summary.json"
   cat "$sft"/metrics/*.jsonl > "$to/sft_metrics.jsonl" 2>/dev/null
-  cat "$run"/metrics/*.jsonl > "$to/arm_metrics.jsonl"
+  mkdir -p "$to/metrics" && cat "$run"/metrics/*.jsonl > "$to/metrics/arm.jsonl"  # the arm's, as runs.jsonl's files
   cp "$run/test_report.json" "$to/"
   [ -f "$run/seal_steps.jsonl" ] && cp "$run/seal_steps.jsonl" "$to/"
   grep -h "phase \|sitting " "$state/driver.log" > "$to/phases.log" 2>/dev/null

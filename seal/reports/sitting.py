@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import date
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,13 +98,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phases", type=Path, required=True, help="folder of one seconds file per phase")
     parser.add_argument("--commit", required=True, help="the project's commit the sitting ran")
     args = parser.parse_args(argv)
+    day = datetime.now(UTC).date().isoformat()
     identity = {
         "arm": args.arm,
         "seed": args.seed,
         "card": args.card,
         "gpus": args.gpus,
-        "date": date.today().isoformat(),
+        "date": day,
         "commit": args.commit,
+        "files": f"{args.arm}_s{args.seed}_{day}",
     }
     try:
         summaries = [

@@ -11,6 +11,7 @@ import pytest
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.reports import sitting
+from seal.results.campaign import Sitting, read_lines
 
 VAL_PASSES = {0: 1, 16: 3}  # step -> tasks passed per category: every 25th task, from task 0 on
 
@@ -76,6 +77,9 @@ def test_the_command_prints_one_line_and_refuses_a_run_without_its_test_pass(run
     assert sitting.main(argv) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and json.loads(out[0])["sitting_s"] == 342
+    (tmp_path / "runs.jsonl").write_text(out[0] + "\n")  # the page generator reads the line as printed
+    (record,) = read_lines(tmp_path / "runs.jsonl", Sitting)
+    assert record.files.startswith("seal_s1_")
 
     (run / "test_report.json").unlink()
     assert sitting.main(argv) == 1
