@@ -104,7 +104,7 @@ class ToolBudget:
 
 EPISODE_BYTES = 2 << 20
 """What an open episode holds besides its kept actions, at most (tool instances, opening messages, evidence;
-measured 0.1 to 1.1 MiB for episodes that spent their whole budget: docs/design.md §3.5)."""
+measured 0.1 to 1.1 MiB for episodes that spent their whole budget: docs/results/measurements.md)."""
 
 
 def worst_episode_bytes(budget: ToolBudget) -> int:
