@@ -1,7 +1,7 @@
 """How much host memory this node's torch pins for one offloaded FSDP unit: one Qwen2.5-3B decoder layer in
 fp32 (308 MB), copied to the host the way verl 0.9.1 offloads it (`.to("cpu", non_blocking=True)`).
 
-    python scripts/pinned_probe.py    # the default allocator, then pinned rounding off if torch knows it
+    python benchmarks/pinned_probe.py    # the default allocator, then pinned rounding off if torch knows it
 
 PyTorch's caching host allocator rounds every pinned block up to a power of two (512 MiB here); torch builds
 that know `pinned_max_round_threshold_mb` stop rounding above that size. Prints one line per setting; exits 2

@@ -1,7 +1,7 @@
 """Run a command and sample what it holds: host memory (the node's and the largest processes'), GPU memory,
 and when each training step's metrics arrive.
 
-    python scripts/resource_sampler.py --out experiments/RUN/resources.json \\
+    python benchmarks/resource_sampler.py --out experiments/RUN/resources.json \\
         --metrics experiments/RUN/metrics -- python launcher.py --conf exp/SEAL_3B_1gpu.yaml ...
 
 Every `--interval` seconds it reads the node's used memory (total − available, what Ray's 95% kill line
@@ -12,7 +12,7 @@ seconds. The command's output passes through it unchanged, and the moment each l
 appears there is kept (LANDMARKS: the launcher's record, Ray, and the log lines of verl's trainer set-up).
 At the end (or on SIGINT/SIGTERM, which it passes to the command) it writes the peaks, the landmarks, the
 time each step's line appeared in the metrics files and the model of each GPU it sampled to `--out`, the
-samples to the same name with `.csv`, and exits with the command's status. scripts/backbone_table.py turns
+samples to the same name with `.csv`, and exits with the command's status. benchmarks/backbone_table.py turns
 it and the metrics into the tables.
 """
 

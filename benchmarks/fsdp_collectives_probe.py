@@ -1,15 +1,16 @@
 """How long FSDP's collectives for one micro-batch take on this node's GPUs, at a model's size.
 
-    python scripts/fsdp_collectives_probe.py                     # the 7B (Qwen2.5-7B) on every GPU
-    python scripts/fsdp_collectives_probe.py --backbone toolace-2-8b --gpus 4
-    python scripts/fsdp_collectives_probe.py --cpu --gpus 2 --parameters 1e6   # gloo, to try the script
+    python benchmarks/fsdp_collectives_probe.py                     # the 7B (Qwen2.5-7B) on every GPU
+    python benchmarks/fsdp_collectives_probe.py --backbone toolace-2-8b --gpus 4
+    python benchmarks/fsdp_collectives_probe.py --cpu --gpus 2 --parameters 1e6   # gloo, to try the script
 
 verl 0.9.1's FSDP (`strategy: fsdp`, full sharding, `use_no_sync_for_gradient_accumulation: false`) does, for
 every micro-batch of an update: an all-gather of the bf16 weights for the forward, another for the backward,
 and a reduce-scatter of the gradients in fp32 (`mixed_precision.reduce_dtype`). This times each of the three
 on flat tensors of the whole model (the median of --repeats after a warm-up) and prints their sum, the
-communication a micro-batch costs before any overlap with compute; `scripts/backbone_table.py`'s update time
-against the micro-batch count says what a micro-batch costs in all. Prints a table; exits 2 without the GPUs.
+communication a micro-batch costs before any overlap with compute; `benchmarks/backbone_table.py`'s update
+time against the micro-batch count says what a micro-batch costs in all. Prints a table; exits 2 without the
+GPUs.
 """
 
 from __future__ import annotations

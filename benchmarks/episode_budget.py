@@ -1,8 +1,8 @@
 """What the episode limits leave passable: every task's ground truth, played through the agent loop.
 
-    python scripts/episode_budget.py --tokenizer /models/smollm2                   # exp/SEAL.yaml, all 800
-    python scripts/episode_budget.py --tokenizer DIR --conf exp/smoke_gpu.yaml --split val --json
-    python scripts/episode_budget.py --tokenizer DIR -- seal.rollout.max_env_tokens=2048
+    python benchmarks/episode_budget.py --tokenizer /models/smollm2                   # exp/SEAL.yaml, all 800
+    python benchmarks/episode_budget.py --tokenizer DIR --conf exp/smoke_gpu.yaml --split val --json
+    python benchmarks/episode_budget.py --tokenizer DIR -- seal.rollout.max_env_tokens=2048
 
 Each task's ground-truth replies are "sampled" by a scripted server and played through `SealAgentLoop`
 (`seal.trainer.sft.data.GroundTruthPlayer`) with the experiment's own limits, protocol, context builder

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end GPU smoke run: launcher -> environment service -> SealAgentLoop through vLLM -> SealPPOTrainer (FSDP).
-#   bash scripts/gpu_smoke.sh MODEL_DIR [seal|vanilla|paper-batch] [N_GPUS] [hydra overrides ...]
+#   bash gpu/gpu_smoke.sh MODEL_DIR [seal|vanilla|paper-batch] [N_GPUS] [hydra overrides ...]
 # MODEL_DIR: e.g. from `python scripts/make_smoke_model.py smollm2 /models/smollm2`. Runs exp/smoke_gpu.yaml (or
 # exp/smoke_gpu_vanilla.yaml): validation on 8 val tasks, 3 training steps, validation again, a checkpoint every
 # step; then prints the per-step table (scripts/step_table.py). A second call with

@@ -1,7 +1,7 @@
 """How big `seal view`'s page gets and how fast it opens in headless Chromium; optionally its screenshot.
 
-    python scripts/bench_view.py                                        # the table below
-    python scripts/bench_view.py --screenshot docs/images/seal_view.png # also the docs' picture of the page
+    python benchmarks/bench_view.py                                        # the table below
+    python benchmarks/bench_view.py --screenshot docs/images/seal_view.png  # also the docs' picture of it
 
 Builds, through the writers the project uses (tests/support/view_pages.py), and views:
   eval-300        a `seal eval` output of the 300 test tasks

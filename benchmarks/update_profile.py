@@ -1,8 +1,8 @@
 """Where one mini-batch of the actor's update spends its GPU time, from verl's own torch profiler.
 
-    python scripts/update_profile.py overrides DIR     # the verl overrides that write the trace into DIR
-    python scripts/update_profile.py table DIR/*.json.gz
-    python scripts/update_profile.py table TRACE --region "loss=compute_policy_loss"
+    python benchmarks/update_profile.py overrides DIR     # the verl overrides that write the trace into DIR
+    python benchmarks/update_profile.py table DIR/*.json.gz
+    python benchmarks/update_profile.py table TRACE --region "loss=compute_policy_loss"
 
 `overrides` prints, one a line, what a launch adds to have verl 0.9.1's torch profiler (`global_profiler`,
 `actor_rollout_ref.actor.profiler`) record rank 0 during one mini-batch of one step's update: the schedule

@@ -1,10 +1,10 @@
 """What the paper backbones need per GPU and on the host, by arithmetic (seal/backbones/memory.py).
 
-    python scripts/memory_plan.py                     # every scenario, one line each
-    python scripts/memory_plan.py --parts 3b-1gpu     # one scenario, term by term
-    python scripts/memory_plan.py --markdown          # the table of docs/guides/gpu.md
+    python benchmarks/memory_plan.py                     # every scenario, one line each
+    python benchmarks/memory_plan.py --parts 3b-1gpu     # one scenario, term by term
+    python benchmarks/memory_plan.py --markdown          # the table of docs/guides/gpu.md
 
-Each scenario is a launch this repository ships or measures (exp/*.yaml, scripts/gpu_backbone_runs.sh): GPU
+Each scenario is a launch this repository ships or measures (exp/*.yaml, gpu/gpu_backbone_runs.sh): GPU
 memory in its three phases (start-up, where vLLM takes its share beside the actor's weights; the actor update,
 with everything the optimizer needs on the GPU; generation, with vLLM's share next to what the actor keeps
 there), the host memory per GPU (its training worker, vLLM's weights while it sleeps with a LoRA adapter, the
@@ -40,7 +40,7 @@ class Scenario:
     placement: Placement
     what: str
     measured: str = ""
-    """What a run of this scenario showed (scripts/gpu_backbone_runs.sh; docs/results/measurements.md), or
+    """What a run of this scenario showed (gpu/gpu_backbone_runs.sh; docs/results/measurements.md), or
     nothing: not run."""
 
 

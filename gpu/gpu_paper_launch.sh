@@ -3,23 +3,23 @@
 # weights of Qwen2.5-7B-Instruct's and ToolACE-2-8B's exact shape (built on the node with the real tokenizer and
 # template), a checkpoint save and a resume from it, timing runs with responses shaped like a trained model's,
 # the 1/2/4-GPU scaling of the 1.5B learning recipe and verl's LoRA on it. Each run in the background under
-# scripts/resource_sampler.py; scripts/backbone_table.py gives start-up, phases, tokens/s/GPU, MFU per phase and
+# benchmarks/resource_sampler.py; benchmarks/backbone_table.py gives start-up, phases, tokens/s/GPU, MFU per phase and
 # peak GPU and host memory (scripts/step_table.py the LoRA run's rollout-vs-trainer agreement per step).
-#   bash scripts/gpu_paper_launch.sh build 7b|8b    the model folder in $MODELS (qwen2.5-7b, toolace-2-8b): the
+#   bash gpu/gpu_paper_launch.sh build 7b|8b    the model folder in $MODELS (qwen2.5-7b, toolace-2-8b): the
 #                                    weightless one from .gpu/models/NAME (else built there: make_smoke_model.py,
 #                                    needs the tokenizer packages), then random bf16 weights (~1 min, 15-16 GB)
-#   bash scripts/gpu_paper_launch.sh next           start the first run of ORDER not yet done well (then `wait`)
-#   bash scripts/gpu_paper_launch.sh start RUN...   launch the runs in the background; several run side by side on
+#   bash gpu/gpu_paper_launch.sh next           start the first run of ORDER not yet done well (then `wait`)
+#   bash gpu/gpu_paper_launch.sh start RUN...   launch the runs in the background; several run side by side on
 #                                    disjoint GPUs (CUDA_VISIBLE_DEVICES, in the order given), at most GPUS in all
 #                                    (default: the node's count); each samples only its own GPUs' memory
-#   bash scripts/gpu_paper_launch.sh wait [S]       follow the started runs for at most S seconds (default 540);
+#   bash gpu/gpu_paper_launch.sh wait [S]       follow the started runs for at most S seconds (default 540);
 #                                    exit 0 when all ended well (their tables printed), 1 one failed, 3 running
-#   bash scripts/gpu_paper_launch.sh run RUN...     start the runs and wait for their end
-#   bash scripts/gpu_paper_launch.sh queue RUN...   one run after another in the background, each starting as the
+#   bash gpu/gpu_paper_launch.sh run RUN...     start the runs and wait for their end
+#   bash gpu/gpu_paper_launch.sh queue RUN...   one run after another in the background, each starting as the
 #                                    last ends (log experiments/.paper_launch/queue.log); `wait` follows the queue
-#   bash scripts/gpu_paper_launch.sh status         each run of ORDER: done, running, failed or to do
-#   bash scripts/gpu_paper_launch.sh table [RUN...] the tables of finished runs (default: all), then side by side
-#   bash scripts/gpu_paper_launch.sh show RUN       the launch RUN makes, one argument a line
+#   bash gpu/gpu_paper_launch.sh status         each run of ORDER: done, running, failed or to do
+#   bash gpu/gpu_paper_launch.sh table [RUN...] the tables of finished runs (default: all), then side by side
+#   bash gpu/gpu_paper_launch.sh show RUN       the launch RUN makes, one argument a line
 # ORDER (the most valuable first; minutes on 4 GPUs, start-up included: measured on 4 H200 where given):
 #   7b-ckpt     exp/SEAL.yaml as shipped, 1 step of 32 prompts x 8 rollouts and a checkpoint (trainer.save_freq=1,
 #               ~91 GB of fp32 weights and AdamW); beside the model path only run length, validation and
@@ -35,7 +35,7 @@
 #               it is: the update without gradient checkpointing (verl's default recomputes each layer's forward
 #               in the backward: a third more compute than its MFU counts) on packed micro-batches of up to
 #               10,240 tokens (the shaped run's longest sequence is 9,344; every layer's activations, 6.0 MiB a
-#               token, stay: 99 GiB of an H200 by scripts/memory_plan.py --parts 7b-4h200-tuned, more than an
+#               token, stay: 99 GiB of an H200 by benchmarks/memory_plan.py --parts 7b-4h200-tuned, more than an
 #               H100 has); the forward-only phases on
 #               32,768-token micro-batches; the reference model held in bf16, the precision its forward
 #               computes in anyway (verl keeps a forward-only model's parameters on the host whatever its
@@ -47,12 +47,12 @@
 #               node's first launch saves in start-up, against what generation loses (~8)
 #   7b-fast     7b-shaped with gradient checkpointing kept and the update's micro-batches packed up to 49,152
 #               tokens (2-3 a mini-batch instead of 6-7), 7b-tuned's forward-only settings and vLLM as
-#               7b-nocompile's: every 7B target in one run, 66 GiB a GPU by scripts/memory_plan.py --parts
+#               7b-nocompile's: every 7B target in one run, 66 GiB a GPU by benchmarks/memory_plan.py --parts
 #               7b-4h200-fast, so an H100 holds it too (7b-4gpu-fast). Its update took as long as 7b-shaped's:
 #               the count of micro-batches is not what the update spends (9, measured)
 #   7b-liger-decoder   7b-fast with Liger's RMSNorm, SwiGLU and RoPE kernels in the decoder
 #               (actor_rollout_ref.model.use_liger, seal/trainer/launch/liger.py; 13-17% off one micro-batch's
-#               forward and backward on an H200, scripts/bench_packed_attention.py --liger): every 7B target
+#               forward and backward on an H200, benchmarks/bench_packed_attention.py --liger): every 7B target
 #               in one run, the update at 40.9% MFU. The log-probs' Liger kernel
 #               (fused_kernel_options.impl_backend=liger) is left out: on Hopper liger-kernel 0.8.5 runs it
 #               with NVIDIA's CuTe DSL, which the kit does not carry, and the launcher refuses it without
@@ -69,7 +69,7 @@
 #               scale-1's level (full fine-tuning, one GPU too) after 3+ updates says they reach vLLM;
 #               scripts/step_table.py prints it per step with the trainer's entropy (~8)
 #   RUN-profile RUN (not a checkpoint or resume) with verl's torch profiler on rank 0 during the second
-#               mini-batch of step 2's update (scripts/update_profile.py): its table adds where that mini-batch's
+#               mini-batch of step 2's update (benchmarks/update_profile.py): its table adds where that mini-batch's
 #               GPU time went, by region and kind; the profiler slows the step it records, so time RUN itself
 #   7b, 8b      2 full-cap steps in one launch, no checkpoint: what the -ckpt and -resume pair already shows in
 #               two launches, so last (~13 each)
@@ -126,7 +126,7 @@ launch_args() {  # launch_args RUN: the experiment, then the overrides beside th
           trainer.save_freq=-1 trainer.n_gpus_per_node=1 "${lora[@]}" ;;
     *-ckpt-profile|*-resume-profile|*-profile-profile) return 2 ;;
     *-profile) launch_args "${run%-profile}" || return 2
-          "$py" scripts/update_profile.py overrides "$(folder_of "$run")/profile" ;;
+          "$py" benchmarks/update_profile.py overrides "$(folder_of "$run")/profile" ;;
     *) return 2 ;;
   esac
 }
@@ -176,7 +176,7 @@ check_run() {  # check_run RUN [BEFORE...]: it exists, its model is there, and t
   shift
   launch_line "$run" > /dev/null || { echo "gpu_paper_launch.sh: no run '$run' (see --help)" >&2; return 2; }
   [ -f "$(model_of "$run")/config.json" ] || {
-    echo "gpu_paper_launch.sh: no model folder $(model_of "$run") (bash scripts/gpu_paper_launch.sh build ${run%%-*}, or CODER=DIR)" >&2
+    echo "gpu_paper_launch.sh: no model folder $(model_of "$run") (bash gpu/gpu_paper_launch.sh build ${run%%-*}, or CODER=DIR)" >&2
     return 2
   }
   folder=$(folder_of "$run")
@@ -184,7 +184,7 @@ check_run() {  # check_run RUN [BEFORE...]: it exists, its model is there, and t
     local mib
     mib=$(gpu_mib)
     [ -z "$mib" ] || [ "$mib" -ge 122880 ] || {
-      echo "gpu_paper_launch.sh: $run keeps every layer's activations, 99 GiB a GPU (python scripts/memory_plan.py --parts 7b-4h200-tuned); this node's GPUs have $((mib / 1024)) GiB" >&2
+      echo "gpu_paper_launch.sh: $run keeps every layer's activations, 99 GiB a GPU (python benchmarks/memory_plan.py --parts 7b-4h200-tuned); this node's GPUs have $((mib / 1024)) GiB" >&2
       return 2
     }
   fi
@@ -214,7 +214,7 @@ launch() {  # launch RUN DEVICES: the launch in its own session under the sample
   mkdir -p "$(dirname "$dest")"
   rm -f "$state/$run.done" "$state/$run.failed"
   if [ -n "$devices" ]; then export CUDA_VISIBLE_DEVICES=$devices; fi
-  setsid "$py" scripts/resource_sampler.py --out "$dest" --metrics "$folder/metrics" -- "$py" "${line[@]}" \
+  setsid "$py" benchmarks/resource_sampler.py --out "$dest" --metrics "$folder/metrics" -- "$py" "${line[@]}" \
     > "$(log_of "$run")" 2>&1 < /dev/null &
   echo "$run $!" >> "$state/started"
   echo "$run started (pid $!${devices:+, GPUs $devices}): $(log_of "$run")"
@@ -266,9 +266,9 @@ EOF
 report() {  # report RUN: its table (the 1.5B runs: the rollout-vs-trainer agreement per step too)
   local run=$1 folder
   folder=$(folder_of "$run")
-  "$py" scripts/backbone_table.py "$folder"
+  "$py" benchmarks/backbone_table.py "$folder"
   [[ $run == lora || $run == scale-* ]] && "$py" scripts/step_table.py "$folder"
-  [[ $run == *-profile ]] && "$py" scripts/update_profile.py table "$folder"/profile/*.json*
+  [[ $run == *-profile ]] && "$py" benchmarks/update_profile.py table "$folder"/profile/*.json*
   return 0
 }
 
@@ -341,7 +341,7 @@ status_of() {
 build() {  # build NAME: the weightless folder (carried in .gpu/models, else built), then random bf16 weights
   local name=$1 src=.gpu/models/$1
   [ -f "$src/config.json" ] || "$py" scripts/make_smoke_model.py "$name" "$src" || return 1
-  bash scripts/gpu_backbone_runs.sh build "$src" "$name"
+  bash gpu/gpu_backbone_runs.sh build "$src" "$name"
 }
 
 case "$mode" in
@@ -385,6 +385,6 @@ case "$mode" in
     done
     [ ${#folders[@]} -gt 0 ] || { echo "gpu_paper_launch.sh: no finished runs" >&2; exit 1; }
     mapfile -t folders < <(printf '%s\n' "${folders[@]}" | awk '!seen[$0]++')
-    "$py" scripts/backbone_table.py "${folders[@]}" ;;
+    "$py" benchmarks/backbone_table.py "${folders[@]}" ;;
   *) echo "gpu_paper_launch.sh: unknown mode '$mode' (see --help)" >&2; exit 2 ;;
 esac

@@ -6,7 +6,7 @@ text-only turns, early stops), then times, per repeat: the per-turn re-execution
 trajectory (`turn_checks` + `diagnose`), the failure-profile update, the dynamic rho update and A-Patch
 over the batch's advantages. Playing the episodes and the official reward are not part of the timing.
 
-    python scripts/bench_diagnosis.py [--trajectories 256] [--repeats 5] [--taxonomy reference]
+    python benchmarks/bench_diagnosis.py [--trajectories 256] [--repeats 5] [--taxonomy reference]
 """
 
 from __future__ import annotations

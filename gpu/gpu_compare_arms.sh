@@ -3,14 +3,14 @@
 # a launch with its own environment service, as many at once as CONCURRENT, in the background so that the shell
 # (an SSH session, a scheduler's job step) may end while it runs; re-running resumes; then the comparison
 # (scripts/compare_runs.py).
-#   bash scripts/gpu_compare_arms.sh start MODEL_DIR [SEED ...]   # in the background (setsid nohup); returns at once
-#   bash scripts/gpu_compare_arms.sh run MODEL_DIR [SEED ...]     # the same in the foreground
-#   bash scripts/gpu_compare_arms.sh status                       # each run: done, failed, running (its step), to do
-#   bash scripts/gpu_compare_arms.sh wait [S]                     # until the driver ends or S s (540) pass; status
-#   bash scripts/gpu_compare_arms.sh report [DIR]                 # compare_runs.py of every run with metrics
-#   bash scripts/gpu_compare_arms.sh pack FILE                    # results without checkpoints, one .tar.gz
-#   bash scripts/gpu_compare_arms.sh pack-sft DIR                 # the SFT start as DIR/sft.tar.NN parts of 15 MiB
-#   bash scripts/gpu_compare_arms.sh stop                         # end the background driver and its launches
+#   bash gpu/gpu_compare_arms.sh start MODEL_DIR [SEED ...]   # in the background (setsid nohup); returns at once
+#   bash gpu/gpu_compare_arms.sh run MODEL_DIR [SEED ...]     # the same in the foreground
+#   bash gpu/gpu_compare_arms.sh status                       # each run: done, failed, running (its step), to do
+#   bash gpu/gpu_compare_arms.sh wait [S]                     # until the driver ends or S s (540) pass; status
+#   bash gpu/gpu_compare_arms.sh report [DIR]                 # compare_runs.py of every run with metrics
+#   bash gpu/gpu_compare_arms.sh pack FILE                    # results without checkpoints, one .tar.gz
+#   bash gpu/gpu_compare_arms.sh pack-sft DIR                 # the SFT start as DIR/sft.tar.NN parts of 15 MiB
+#   bash gpu/gpu_compare_arms.sh stop                         # end the background driver and its launches
 # MODEL_DIR: SmolLM2-135M-Instruct (`python scripts/make_smoke_model.py smollm2 DIR`). SEEDS default: 1 2 3.
 # The SFT start (exp/sft_learn.yaml -> experiments/sft_learn) is trained once and reused, or SFT_MODEL names its
 # Hugging Face folder brought from an earlier machine (`pack-sft`, then `cat sft.tar.* | tar -x -C DIR`), so every
@@ -23,14 +23,14 @@
 # holds more than n = ceil(CONCURRENT / GPUS) launches. CONCURRENT (default 2 x GPUS: each seed's two arms
 # together) launches run at once; vLLM's gpu_memory_utilization is sized for the n launches of a GPU:
 # min(0.3, (74 GB / n - 6 GB) / 80 GB), 6 GB being a run's actor, contexts and slack; MEMORY_SHARE sets it
-# instead (0.25 leaves room for scripts/gpu_ood_eval.sh at GPU_MEMORY=0.15, started after the arms' first step:
+# instead (0.25 leaves room for gpu/gpu_ood_eval.sh at GPU_MEMORY=0.15, started after the arms' first step:
 # an engine starting beside two others starting found no memory for its KV cache). Each engine's KV cache is
 # set outright to its share less 4 GiB (vLLM's kv_cache_memory_bytes), so that no engine sizes it by measuring
 # the GPU while a neighbour allocates or frees memory (verl puts an engine to sleep as soon as it has started).
 # State and logs: experiments/arms/ (driver.log, <run>.log, <run>.exit).
 # Time on one H100 (2026-11-25, kit installed in 3 min): SFT 75 steps in 5.3 min (6.5 with its start-up); a
 # SEAL launch 64 tasks x 8x8 took ~9 min to its first step (start-up and greedy val on 100 tasks) and 41-48 s a
-# step with scripts/gpu_ood_eval.sh beside it: the kit, SFT and one seed's pair (24 steps, val after) take about
+# step with gpu/gpu_ood_eval.sh beside it: the kit, SFT and one seed's pair (24 steps, val after) take about
 # 35 minutes, longer than a short node allocation: train and `pack-sft` the SFT start once, and start later
 # allocations from it (SFT_MODEL). `pack FILE` into storage that outlives the node before it is released. On one H200 node
 # (2026-11-26), four launches at once (two seeds' pairs) stepped in 42-52 s, their first step ~8 min after the
@@ -195,7 +195,7 @@ case "$mode" in
     if driver_alive; then echo "already running (pid $(cat "$state/driver.pid")): see status"; exit 0; fi
     mkdir -p "$state"
     setsid nohup bash "${BASH_SOURCE[0]}" run "$@" > "$state/driver.log" 2>&1 < /dev/null &
-    echo "started in the background: bash scripts/gpu_compare_arms.sh status (log $state/driver.log)" ;;
+    echo "started in the background: bash gpu/gpu_compare_arms.sh status (log $state/driver.log)" ;;
   run)
     [ $# -ge 1 ] || { echo "gpu_compare_arms.sh: run MODEL_DIR [SEED ...]" >&2; exit 2; }
     refuse_beyond_host

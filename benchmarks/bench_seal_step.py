@@ -6,9 +6,9 @@ environment computed them), then per repeat runs `SealPPOTrainer._compute_advant
 SEAL: fetch extra_fields and advantages, C_t and ρ update, A-Patch, write back, Evolve over HTTP to a
 live environment service) and verl's own `_compute_advantage` on an identical batch. SEAL's work is
 reported twice: as the trainer measures it (`timing_s/seal_apatch` + `timing_s/seal_evolve`) and as the
-difference of the two wall times. Diagnosis itself runs in the environment: `scripts/bench_diagnosis.py`.
+difference of the two wall times. Diagnosis itself runs in the environment: `benchmarks/bench_diagnosis.py`.
 
-    python scripts/bench_seal_step.py [--trajectories 256] [--repeats 5] [--experiment SEAL]
+    python benchmarks/bench_seal_step.py [--trajectories 256] [--repeats 5] [--experiment SEAL]
 """
 
 from __future__ import annotations

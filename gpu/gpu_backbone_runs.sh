@@ -2,16 +2,16 @@
 # The paper backbones on a GPU node: random-weight model folders, SEAL runs measured by a resource sampler, and
 # their table (start-up, gen / old_log_prob / ref / update_actor / update_weights, peak GPU memory, peak host
 # RSS, tokens per step, tokens/s/GPU, MFU). Every mode but `build`, `probe` and the launches runs on any machine.
-#   bash scripts/gpu_backbone_runs.sh build SRC NAME   copy SRC, a `make_smoke_model.py NAME --weights none` folder
+#   bash gpu/gpu_backbone_runs.sh build SRC NAME   copy SRC, a `make_smoke_model.py NAME --weights none` folder
 #                                     built where PyPI answers, to $MODELS/NAME and add random bf16 weights there
 #                                     (NAME: qwen2.5-3b, qwen2.5-7b, toolace-2-8b)
-#   bash scripts/gpu_backbone_runs.sh probe        does this torch pin an offloaded 308 MB unit into 512 MiB?
-#   bash scripts/gpu_backbone_runs.sh start RUN    launch RUN in the background under scripts/resource_sampler.py
-#   bash scripts/gpu_backbone_runs.sh wait [S]     follow the started run for at most S seconds (default 540); exit 0
+#   bash gpu/gpu_backbone_runs.sh probe        does this torch pin an offloaded 308 MB unit into 512 MiB?
+#   bash gpu/gpu_backbone_runs.sh start RUN    launch RUN in the background under benchmarks/resource_sampler.py
+#   bash gpu/gpu_backbone_runs.sh wait [S]     follow the started run for at most S seconds (default 540); exit 0
 #                                     when it ended well (and print its table), 1 when it failed, 3 while it runs on
-#   bash scripts/gpu_backbone_runs.sh run RUN      start RUN and wait for its end
-#   bash scripts/gpu_backbone_runs.sh table [RUN ...]  the table of finished runs (default: every one there is)
-#   bash scripts/gpu_backbone_runs.sh plan         the memory arithmetic of every scenario (scripts/memory_plan.py)
+#   bash gpu/gpu_backbone_runs.sh run RUN      start RUN and wait for its end
+#   bash gpu/gpu_backbone_runs.sh table [RUN ...]  the table of finished runs (default: every one there is)
+#   bash gpu/gpu_backbone_runs.sh plan         the memory arithmetic of every scenario (benchmarks/memory_plan.py)
 # RUN (each in experiments/backbone_<run>, its output in experiments/backbone_<run>.log; 2 steps unless said):
 #   3b              exp/SEAL_3B_1gpu.yaml on $MODELS/qwen2.5-3b: 16 prompts x 8 rollouts, random weights (each
 #                   trajectory one reply to the 4,096-token cap)
@@ -26,7 +26,7 @@
 #   7b-lora         exp/SEAL.yaml on one GPU with verl's LoRA (rank 64), 1 step of 16 x 8, on $MODELS/qwen2.5-7b;
 #                   vLLM reads the base from the model folder (load_format=safetensors) and only the adapters
 #                   are synced (with verl's `dummy`, the first sync gathered the whole fp32 base on the host and
-#                   an H200 node ran out of RAM: scripts/memory_plan.py 7b-1h200-lora-dummy); the actor on
+#                   an H200 node ran out of RAM: benchmarks/memory_plan.py 7b-1h200-lora-dummy); the actor on
 #                   FSDP2 (on FSDP1 verl syncs no adapter tensor: seal/trainer/launch/engine_limits.py);
 #                   attention is seal.attention's auto: without flash-attn, torch_varlen on packed sequences
 #                   without verl's fused kernels (they fail on FSDP2), log-probs chunked by seal.trainer.logprobs
@@ -42,7 +42,7 @@
 #                   10,240-token micro-batches, 1 step of 16 x 8, shaped responses. Measured: out of GPU memory
 #                   in the first optimizer step (AdamW's moments on the GPU beside the gathered weights)
 #   RUN-profile     RUN with verl's torch profiler on rank 0 during the second mini-batch of step 2's update
-#                   (scripts/update_profile.py): the table adds where that mini-batch's GPU time went, by region
+#                   (benchmarks/update_profile.py): the table adds where that mini-batch's GPU time went, by region
 #                   and kind; the profiler slows the step it records, so time RUN itself
 # MODELS (default /root/models) holds the model folders; PYTHON (default python3) runs the scripts.
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_mode_cli.sh"
@@ -50,7 +50,7 @@ mode=$1
 shift
 models=${MODELS:-/root/models}
 cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # scripts/backbone_table.py reads the runs with seal
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # benchmarks/backbone_table.py reads the runs with seal
 state=experiments/.backbone_run
 timed=(trainer.val_before_train=false trainer.test_freq=-1 trainer.save_freq=-1 "trainer.logger=[console,file]")
 one_step_of_16=(trainer.total_training_steps=1 data.train_batch_size=16 data.max_response_length=1152)
@@ -80,7 +80,7 @@ launch_args() {  # launch_args RUN: the launcher's arguments, one per line
           actor_rollout_ref.actor.ppo_max_token_len_per_gpu=10240 ;;
     *-profile-profile) return 2 ;;
     *-profile) launch_args "${1%-profile}" || return 2
-          "$py" scripts/update_profile.py overrides "$(folder_of "$1")/profile" ;;
+          "$py" benchmarks/update_profile.py overrides "$(folder_of "$1")/profile" ;;
     *) return 2 ;;
   esac
 }
@@ -98,7 +98,7 @@ start() {  # start RUN: the launch in its own session, under the sampler; its pi
   folder=$(folder_of "$run")
   mkdir -p experiments
   rm -rf "$folder"
-  setsid "$py" scripts/resource_sampler.py --out "$folder/resources.json" --metrics "$folder/metrics" -- \
+  setsid "$py" benchmarks/resource_sampler.py --out "$folder/resources.json" --metrics "$folder/metrics" -- \
     "$py" launcher.py --conf "${args[0]}" --with-bfcl -- "${args[@]:1}" "${timed[@]}" \
     "trainer.experiment_name=$(basename "$folder")" > "$folder.log" 2>&1 < /dev/null &
   echo $! > "$state.pid"
@@ -121,8 +121,8 @@ follow() {  # follow SECONDS: progress until the started run ends or SECONDS pas
   done
   if [ -f "$folder/resources.json" ] && grep -q '"returncode": 0' "$folder/resources.json"; then
     echo "$run finished: $folder.log"
-    "$py" scripts/backbone_table.py "$folder"
-    [[ $run != *-profile ]] || "$py" scripts/update_profile.py table "$folder"/profile/*.json*
+    "$py" benchmarks/backbone_table.py "$folder"
+    [[ $run != *-profile ]] || "$py" benchmarks/update_profile.py table "$folder"/profile/*.json*
     return 0
   fi
   echo "$run failed: the end of $folder.log follows" >&2
@@ -138,7 +138,7 @@ case "$mode" in
       mkdir -p "$models/$2" && cp -r "$1/." "$models/$2/"
     fi
     "$py" scripts/make_smoke_model.py "$2" "$models/$2" --weights random ;;
-  probe) "$py" scripts/pinned_probe.py ;;
+  probe) "$py" benchmarks/pinned_probe.py ;;
   start) [ $# -eq 1 ] || { usage >&2; exit 2; }; start "$1" ;;
   wait) follow "${1:-540}" ;;
   run) [ $# -eq 1 ] || { usage >&2; exit 2; }; start "$1" && follow 1000000 ;;
@@ -149,7 +149,7 @@ case "$mode" in
       folders=(); for run in "$@"; do folders+=("$(folder_of "$run")"); done
     fi
     [ ${#folders[@]} -gt 0 ] || { echo "gpu_backbone_runs.sh: no finished runs under experiments/" >&2; exit 1; }
-    "$py" scripts/backbone_table.py "${folders[@]}" ;;
-  plan) "$py" scripts/memory_plan.py ;;
+    "$py" benchmarks/backbone_table.py "${folders[@]}" ;;
+  plan) "$py" benchmarks/memory_plan.py ;;
   *) echo "gpu_backbone_runs.sh: unknown mode '$mode' (see --help)" >&2; exit 2 ;;
 esac

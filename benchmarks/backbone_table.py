@@ -1,7 +1,7 @@
 """The table of a measured backbone run: start-up, each step's phases, tokens, throughput and MFU (verl's
-metrics, read as `seal report --steps` reads them), and the peaks scripts/resource_sampler.py recorded.
+metrics, read as `seal report --steps` reads them), and the peaks benchmarks/resource_sampler.py recorded.
 
-    python scripts/backbone_table.py experiments/backbone_3b [experiments/backbone_3b_shaped ...]
+    python benchmarks/backbone_table.py experiments/backbone_3b [experiments/backbone_3b_shaped ...]
 
 Start-up is the launch to the start of its first step: when that step's metrics line appeared less the
 step's own time; where the sampler kept the start-up's landmarks, a line splits it into its parts (PARTS).
@@ -9,7 +9,7 @@ verl logs the MFU of the actor's update only; the forward-only phases' (old_log_
 is derived from it: the same tokens, and a forward is a third of the FLOPs verl counts for a training pass,
 so their MFU is the update's times update_actor / (3 x the phase's seconds). With several runs a last table
 sets them side by side at their last step (the GPUs read from the tokens, the step and the throughput:
-verl's throughput is per GPU): the scaling table of scripts/gpu_paper_launch.sh's scale-1/2/4 runs.
+verl's throughput is per GPU): the scaling table of gpu/gpu_paper_launch.sh's scale-1/2/4 runs.
 The GPUs a run was sampled on are named (the sampler's record), so that a table says which card its numbers
 are from. A run of a shape with targets checks its last step against them: the 3B shape on one H100 (folders
 named backbone_3b...: step <= 110 s, start-up <= 180 s, >= 4,000 tokens/s/GPU; a run on another card says
@@ -50,7 +50,7 @@ TARGETS = {
 TARGET_CARDS = {"3B": "H100"}
 """The card a shape's targets are set for, where they name one (the 7B's are for whichever four GPUs)."""
 TARGETED_RUNS = "backbone_3b"
-"""The folders (scripts/gpu_backbone_runs.sh's 3b runs) whose steps the 3B targets are for."""
+"""The folders (gpu/gpu_backbone_runs.sh's 3b runs) whose steps the 3B targets are for."""
 TARGETED_7B = (
     "paper_7b",
     "paper_7b_shaped",
@@ -59,7 +59,7 @@ TARGETED_7B = (
     "paper_7b_fast",
     "paper_7b_liger_decoder",
 )
-"""The runs of scripts/gpu_paper_launch.sh that the 7B targets are for (its full-cap and timing runs)."""
+"""The runs of gpu/gpu_paper_launch.sh that the 7B targets are for (its full-cap and timing runs)."""
 RESOURCES = "resources.json"
 PARTS = (
     ("launcher", "launcher"),
@@ -73,10 +73,10 @@ PARTS = (
     ("sleep and load", "ready"),
     ("to step 1", "start-up s"),
 )
-"""The start-up's parts in order, each ending at a landmark of scripts/resource_sampler.py (the last at step
-1); a part whose end was not seen joins the next (runs sampled before a landmark existed). Runs whose task
-runner started TransferQueue before the trainer's set-up, not beside it, lack the "task runner" landmark:
-theirs read "task runner + tokenizer and data"."""
+"""The start-up's parts in order, each ending at a landmark of benchmarks/resource_sampler.py (the last at
+step 1); a part whose end was not seen joins the next (runs sampled before a landmark existed). Runs whose
+task runner started TransferQueue before the trainer's set-up, not beside it, lack the "task runner"
+landmark: theirs read "task runner + tokenizer and data"."""
 BESIDE = ("TransferQueue beside", "task runner", "transfer queue")
 """Work off the start-up's path, after the parts: its name and the landmarks at its start and end."""
 

@@ -1,7 +1,7 @@
 """What the ground truth of every task uses of the tool budget, and that it passes with the budget on.
 
-    python scripts/tool_budget.py                       # all 800 tasks, qwen_fc, a table of the maxima
-    python scripts/tool_budget.py --split val --json    # one JSON object
+    python benchmarks/tool_budget.py                       # all 800 tasks, qwen_fc, a table of the maxima
+    python benchmarks/tool_budget.py --split val --json    # one JSON object
 
 Each task's ground truth is played in-process (`Episode`, the default `ToolBudget` of seal/env/budget.py,
 per GT turn the turn's calls in one message, then "Done.") and finished. It prints, over the tasks, the most

@@ -1,7 +1,7 @@
 """Forward and backward of a backbone's decoder on one packed micro-batch, on `torch_varlen`: seconds a pass.
 
-    python scripts/bench_packed_attention.py                          # Qwen2.5-7B's shape, 16,384 tokens
-    python scripts/bench_packed_attention.py --layers 8 --tokens 32768 --no-checkpointing
+    python benchmarks/bench_packed_attention.py                          # Qwen2.5-7B's shape, 16,384 tokens
+    python benchmarks/bench_packed_attention.py --layers 8 --tokens 32768 --no-checkpointing
 
 What verl's actor update does per micro-batch, without FSDP: random bf16 weights of the backbone's exact
 shape (seal.backbones; `--layers` fewer to fit a smaller GPU), sequences of 4,000-8,000 tokens packed into one

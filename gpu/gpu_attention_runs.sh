@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The measured runs of packed attention on one GPU, one after another, each in its own run folder, then their
 # step tables side by side (scripts/step_table.py: each phase's median over the steps after the first).
-#   bash scripts/gpu_attention_runs.sh MODEL_DIR [RUN ...]
+#   bash gpu/gpu_attention_runs.sh MODEL_DIR [RUN ...]
 # RUN (default: check smoke-sdpa smoke-auto paper-dynamic paper-mb1-eager, what docs/results/measurements.md's numbers come from):
-#   check          scripts/attention_check.py: one BFCL batch, torch_varlen packed against sdpa padded
+#   check          benchmarks/attention_check.py: one BFCL batch, torch_varlen packed against sdpa padded
 #                                                                                 -> experiments/attention_check.log
 #   smoke-sdpa     exp/smoke_gpu.yaml with seal.attention=sdpa (every micro-batch padded)
 #                                                                                 -> experiments/smoke_gpu_sdpa
@@ -44,9 +44,9 @@ one_run() {  # one_run RUN: its folder name, then gpu_smoke.sh's arguments
 
 launch() {  # launch FOLDER [gpu_smoke.sh arguments]
   if [ "$1" = attention_check ]; then
-    "${PYTHON:-python3}" scripts/attention_check.py "$model"
+    "${PYTHON:-python3}" benchmarks/attention_check.py "$model"
   else
-    RUN_NAME=$1 bash scripts/gpu_smoke.sh "$model" "${@:2}"
+    RUN_NAME=$1 bash gpu/gpu_smoke.sh "$model" "${@:2}"
   fi
 }
 

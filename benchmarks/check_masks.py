@@ -8,7 +8,7 @@ after Llama-3's `<|eot_id|>`), the observation's turns, then the assistant heade
 one trajectory bracketed as `[[S: sampled]]` / `[[E: environment]]`; exits 1 with one line per failing
 trajectory.
 
-    python scripts/check_masks.py TRACE_DIR MODEL_DIR [--show N]
+    python benchmarks/check_masks.py TRACE_DIR MODEL_DIR [--show N]
 """
 
 from __future__ import annotations

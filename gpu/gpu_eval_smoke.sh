@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `seal eval` against a real vLLM OpenAI server on a GPU node: checks that a context overflow is a truncated
 # episode scored by the environment, never an endpoint error.
-#   bash scripts/gpu_eval_smoke.sh MODEL_DIR [SPLIT] [OUT]      (default: the val split, runs/eval_smoke)
+#   bash gpu/gpu_eval_smoke.sh MODEL_DIR [SPLIT] [OUT]      (default: the val split, runs/eval_smoke)
 # The server runs with the model's own window (8192 for SmolLM2) and the default --max-tokens 4096, the
 # setting under which a third of the episodes used to be filed as endpoint errors.
 set -uo pipefail

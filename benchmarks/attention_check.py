@@ -1,6 +1,6 @@
 """Check `torch_varlen` against padded `sdpa` on one real batch: log-probabilities, gradients and timings.
 
-    python scripts/attention_check.py MODEL_DIR [--tasks 8] [--max-length 8192] [--repeats 3]
+    python benchmarks/attention_check.py MODEL_DIR [--tasks 8] [--max-length 8192] [--repeats 3]
 
 The batch is a few BFCL tasks (evenly spread over the split, so every category is in it): each task's
 opening prompt and its ground-truth replies, played through an episode so the tool results are the real

@@ -2,8 +2,8 @@
 `SealAgentLoop` against the HTTP service, and the same episodes replayed straight through the env
 client, in one run on one machine.
 
-    python scripts/bench_agent_loop.py                      # 256 trajectories (64 train tasks x 4)
-    python scripts/bench_agent_loop.py --trajectories 64 --group 2
+    python benchmarks/bench_agent_loop.py                      # 256 trajectories (64 train tasks x 4)
+    python benchmarks/bench_agent_loop.py --trajectories 64 --group 2
 
 The model is a zero-latency scripted server (seal.trainer.sft.scripted_server) on a tiny ChatML tokenizer
 trained in-process, so what is measured is the loop itself: environment round trips, token building (verl's

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The first run that learns, on one GPU: behaviour cloning of the train split's ground truth (SFT), then SEAL and
 # vanilla GRPO from the SFT model, with train and val reward before and after.
-#   bash scripts/gpu_learning_run.sh MODEL_DIR [PHASE] [STEPS] [overrides ...]
+#   bash gpu/gpu_learning_run.sh MODEL_DIR [PHASE] [STEPS] [overrides ...]
 # MODEL_DIR: e.g. SmolLM2-135M-Instruct from `python scripts/make_smoke_model.py smollm2 /models/smollm2`.
 # PHASE (default all); each is one launch, so a phase cut by a time limit is run again and resumes:
 #   base-eval   validation-only pass of MODEL_DIR on the 400 train and 100 val tasks  -> experiments/learn_base_eval
