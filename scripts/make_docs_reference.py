@@ -3,10 +3,10 @@
     python scripts/make_docs_reference.py            # write the pages
     python scripts/make_docs_reference.py --check    # write nothing: exit 1 naming each page that differs
 
-The pages: every `seal` command's options (from its argparse parser), every setting (from the settings
-dataclasses: type, default, docstring or help), each exp/ config (its header and the keys it sets beyond its
-parent), the environment service's API (from its OpenAPI schema) and every metric SEAL logs (from the
-`METRICS` tables beside the code that logs them).
+The pages: every `seal` command's options (from its argparse parser) and the scripts of scripts/, every
+setting (from the settings dataclasses: type, default, docstring or help), each exp/ config (its header and
+the keys it sets beyond its parent), the environment service's API (from its OpenAPI schema) and every metric
+SEAL logs (from the `METRICS` tables beside the code that logs them).
 """
 
 from __future__ import annotations
@@ -110,7 +110,27 @@ def cli_page() -> str:
                 sections += ["", _command_section(title, _subparser(argv))]
             continue
         sections += ["", _command_section(f"seal {name}", _subparser([name]))]
-    return "\n".join(sections)
+    return "\n".join([*sections, "", scripts_section()])
+
+
+def scripts_section() -> str:
+    """The scripts a researcher runs, each with the first line of its docstring (read, not imported)."""
+    rows = [
+        (f"`python scripts/{path.name}`", first_line)
+        for path in sorted((ROOT / "scripts").glob("*.py"))
+        for first_line in [ast.get_docstring(ast.parse(path.read_text())).split("\n")[0]]
+    ]
+    return "\n".join(
+        [
+            "## Scripts",
+            "",
+            "What else a researcher runs, from `scripts/`; each answers `--help` with its options. The "
+            "benchmarks and probes are listed in `benchmarks/README.md`, the offline GPU node kit in "
+            "`gpu/README.md`.",
+            "",
+            table(("script", "what it does"), rows),
+        ]
+    )
 
 
 # -- settings -------------------------------------------------------------------------------------------

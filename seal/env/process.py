@@ -1,7 +1,7 @@
 """The environment service as a child process: start it on a free loopback port, wait until `/healthz`
 answers, and stop it on every way out of the `with` block (return, exception, Ctrl-C).
 
-One helper for everything that needs a real service process: `launcher.py`, `scripts/bench_env.py` and
+One helper for everything that needs a real service process: `launcher.py`, `benchmarks/bench_env.py` and
 the tests. The child runs in its own session, so a Ctrl-C in the terminal reaches only the parent, which
 then stops the child itself (SIGTERM, then SIGKILL after `stop_s`) and waits for it: nothing is left behind.
 """

@@ -4,7 +4,7 @@
         --sft-val EVAL_DIR --sft-mixed EVAL_DIR --run experiments/learn_qwen_seal_s1 \
         --phases PHASES_DIR --commit abc1234 >> experiments/qwen/runs.jsonl
 
-The sitting driver (`scripts/gpu_qwen_compare.sh sitting`, docs/guides/gpu.md) calls it once the arm has
+The sitting driver (`gpu/gpu_qwen_compare.sh sitting`, docs/guides/gpu.md) calls it once the arm has
 ended. EVAL_DIR is a `seal eval` output folder (its summary.json); the run folder holds the arm's greedy
 validation dumps (`validation/{step}.jsonl`: the first is val before training, the last val after), its test
 pass (`test_report.json`, written in the launch by `seal.test_after`) and its metrics (`metrics/*.jsonl`);

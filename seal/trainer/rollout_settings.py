@@ -55,7 +55,7 @@ class RolloutSettings(EpisodeBudget):
     with one line naming the service and the count."""
     trace_dir: str | None = None
     """Write each trajectory's token ids, response mask and the sampled texts as one JSON line per
-    trajectory under this folder, for inspection (`scripts/check_masks.py` checks them); None = off."""
+    trajectory under this folder, for inspection (`benchmarks/check_masks.py` checks them); None = off."""
 
     def __post_init__(self) -> None:
         try:

@@ -1,4 +1,4 @@
-"""The memory arithmetic of seal/backbones/memory.py and scripts/memory_plan.py: FSDP's units, the pinned
+"""The memory arithmetic of seal/backbones/memory.py and benchmarks/memory_plan.py: FSDP's units, the pinned
 allocator's rounding, where verl 0.9.1 keeps each copy, and the scenarios' verdicts."""
 
 from __future__ import annotations

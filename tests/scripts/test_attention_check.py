@@ -1,4 +1,4 @@
-"""scripts/attention_check.py on CPU, torch's kernel swapped for the exact per-sequence stand-in: a correct
+"""benchmarks/attention_check.py on CPU, torch's kernel swapped for the exact per-sequence stand-in: a correct
 kernel agrees with padded sdpa on a real BFCL batch, a wrong one is caught."""
 
 from __future__ import annotations

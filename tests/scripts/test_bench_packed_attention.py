@@ -1,4 +1,4 @@
-"""scripts/bench_packed_attention.py: its packed row, and its one-line refusal without a CUDA GPU."""
+"""benchmarks/bench_packed_attention.py: its packed row, and its one-line refusal without a CUDA GPU."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""scripts/episode_budget.py: ground truth through the real agent loop under an experiment's limits."""
+"""benchmarks/episode_budget.py: ground truth through the real agent loop under an experiment's limits."""
 
 from __future__ import annotations
 

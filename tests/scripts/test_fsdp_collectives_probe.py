@@ -1,4 +1,4 @@
-"""scripts/fsdp_collectives_probe.py: FSDP's per-micro-batch collectives, tried on CPU processes."""
+"""benchmarks/fsdp_collectives_probe.py: FSDP's per-micro-batch collectives, tried on CPU processes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from seal.env.process import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-PROBE = ROOT / "scripts" / "fsdp_collectives_probe.py"
+PROBE = ROOT / "benchmarks" / "fsdp_collectives_probe.py"
 
 
 def probe(*args: str) -> subprocess.CompletedProcess:

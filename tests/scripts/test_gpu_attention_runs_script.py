@@ -1,4 +1,4 @@
-"""`scripts/gpu_attention_runs.sh` as a command line: each named run is one `gpu_smoke.sh` launch with its own
+"""`gpu/gpu_attention_runs.sh` as a command line: each named run is one `gpu_smoke.sh` launch with its own
 run folder and overrides, and the pairs it compares. A stand-in `PYTHON` records the commands, in a copy of
 the scripts whose project is a temporary folder; no GPU."""
 
@@ -26,10 +26,10 @@ def run_script(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[
     python = tmp_path / "python"
     python.write_text(f'#!/bin/sh\necho "$@" >> {record}\n' + MAKE_RUN_FOLDER)
     python.chmod(0o755)
-    scripts = tmp_path / "work" / "scripts"
+    scripts = tmp_path / "work" / "gpu"
     scripts.mkdir(parents=True, exist_ok=True)
     for name in ("gpu_attention_runs.sh", "gpu_smoke.sh"):
-        shutil.copy(ROOT / "scripts" / name, scripts / name)
+        shutil.copy(ROOT / "gpu" / name, scripts / name)
     done = subprocess.run(
         ["bash", str(scripts / "gpu_attention_runs.sh"), *args],
         env={**os.environ, "PYTHON": str(python)},
@@ -55,8 +55,8 @@ def test_the_default_runs_launch_in_order_with_their_settings_then_compare_pairs
         "paper_batch_dynamic",
         "paper_batch_mb1_eager",
     ]
-    checks = [c for c in commands if c[0] == "scripts/attention_check.py"]
-    assert checks == [["scripts/attention_check.py", "/models/m"]] and commands.index(checks[0]) == 0
+    checks = [c for c in commands if c[0] == "benchmarks/attention_check.py"]
+    assert checks == [["benchmarks/attention_check.py", "/models/m"]] and commands.index(checks[0]) == 0
     sdpa = runs["smoke_gpu_sdpa"]
     assert sdpa[2] == "exp/smoke_gpu.yaml" and "seal.attention=sdpa" in sdpa
     assert not any("attention" in o for o in runs["smoke_gpu_auto"])

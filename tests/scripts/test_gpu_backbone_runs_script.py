@@ -1,5 +1,5 @@
-"""The measured backbone runs without a GPU: `scripts/resource_sampler.py` on a real child process,
-`scripts/backbone_table.py` on a run folder, and `scripts/gpu_backbone_runs.sh` as a command line with a
+"""The measured backbone runs without a GPU: `benchmarks/resource_sampler.py` on a real child process,
+`benchmarks/backbone_table.py` on a run folder, and `gpu/gpu_backbone_runs.sh` as a command line with a
 stand-in `PYTHON` that records what it would run (each run's overrides compose as the launcher's do)."""
 
 from __future__ import annotations
@@ -158,10 +158,10 @@ def test_the_table_gives_start_up_phases_peaks_and_the_targets(tmp_path, capsys)
 
 STAND_IN = """#!/bin/sh
 echo "$*" >> {record}
-if [ "$1" = scripts/resource_sampler.py ]; then
+if [ "$1" = benchmarks/resource_sampler.py ]; then
   out=$3; mkdir -p "$(dirname "$out")"; echo '{{"returncode": 0}}' > "$out"
 fi
-[ "$1" = scripts/update_profile.py ] && [ "$2" = overrides ] && exec {python} "$@"
+[ "$1" = benchmarks/update_profile.py ] && [ "$2" = overrides ] && exec {python} "$@"
 exit 0
 """
 
@@ -174,12 +174,16 @@ def run_script(
     python = tmp_path / "python"
     python.write_text(STAND_IN.format(record=record, python=sys.executable))
     python.chmod(0o755)
-    scripts = tmp_path / "work" / "scripts"
-    scripts.mkdir(parents=True, exist_ok=True)
-    for name in ("gpu_backbone_runs.sh", "gpu_mode_cli.sh", "update_profile.py"):  # and what it runs
-        shutil.copy(ROOT / "scripts" / name, scripts / name)
+    work = tmp_path / "work"
+    for folder, name in (
+        ("gpu", "gpu_backbone_runs.sh"),
+        ("gpu", "gpu_mode_cli.sh"),
+        ("benchmarks", "update_profile.py"),
+    ):
+        (work / folder).mkdir(parents=True, exist_ok=True)  # the script and what it runs
+        shutil.copy(ROOT / folder / name, work / folder / name)
     done = subprocess.run(
-        ["bash", str(scripts / "gpu_backbone_runs.sh"), *args],
+        ["bash", str(work / "gpu" / "gpu_backbone_runs.sh"), *args],
         env={**os.environ, "PYTHON": str(python), "MODELS": str(tmp_path / "models"), **(env or {})},
         capture_output=True,
         text=True,
@@ -189,7 +193,7 @@ def run_script(
 
 
 def launch_of(commands: list[list[str]]) -> list[str]:
-    [command] = [c for c in commands if c[0] == "scripts/resource_sampler.py"]
+    [command] = [c for c in commands if c[0] == "benchmarks/resource_sampler.py"]
     return command[command.index("launcher.py") :]
 
 
@@ -200,14 +204,14 @@ def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_pa
         done, commands = run_script(tmp_path / run, "run", run)
         assert done.returncode == 0, done.stderr
         folder = f"experiments/backbone_{run.replace('-', '_')}"
-        sampled = next(c for c in commands if c[0] == "scripts/resource_sampler.py")
+        sampled = next(c for c in commands if c[0] == "benchmarks/resource_sampler.py")
         assert sampled[1:5] == ["--out", f"{folder}/resources.json", "--metrics", f"{folder}/metrics"]
         launch = launch_of(commands)
         overrides = launch[launch.index("--", 1) + 1 :]
         assert "--with-bfcl" in launch and f"trainer.experiment_name={Path(folder).name}" in overrides
         assert timed <= set(overrides)
-        tables = [c for c in commands if c[0] == "scripts/backbone_table.py"]
-        assert tables == [["scripts/backbone_table.py", folder]]
+        tables = [c for c in commands if c[0] == "benchmarks/backbone_table.py"]
+        assert tables == [["benchmarks/backbone_table.py", folder]]
         if run not in COMPOSED:
             continue
         config = launcher.compose(ROOT / launch[2], overrides)
@@ -222,9 +226,9 @@ def test_every_run_launches_under_the_sampler_with_overrides_that_compose(tmp_pa
         assert profiler.enable is run.endswith("-profile")  # verl's torch profiler on the update
         if profiler.enable:
             assert str(profiler.save_path) == str(tmp_path / run / "work" / folder / "profile")
-            assert [c[:2] for c in commands if c[0] == "scripts/update_profile.py"] == [
-                ["scripts/update_profile.py", "overrides"],
-                ["scripts/update_profile.py", "table"],  # after the backbone table
+            assert [c[:2] for c in commands if c[0] == "benchmarks/update_profile.py"] == [
+                ["benchmarks/update_profile.py", "overrides"],
+                ["benchmarks/update_profile.py", "table"],  # after the backbone table
             ]
         if run.startswith("3b-liger"):  # 3b-shaped with Liger's decoder kernels and vLLM uncompiled
             configure_attention(config)

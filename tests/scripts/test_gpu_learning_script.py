@@ -1,4 +1,4 @@
-"""`scripts/gpu_learning_run.sh` as a command line: the launches of each phase, in order (side by side where
+"""`gpu/gpu_learning_run.sh` as a command line: the launches of each phase, in order (side by side where
 they may be), and that every one composes (its overrides exist and fit their types). A stand-in `PYTHON`
 records the commands, in a copy of the script whose project is a temporary folder; no GPU."""
 
@@ -20,9 +20,9 @@ def run_script(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[
     python = tmp_path / "python"
     python.write_text(f'#!/bin/sh\nif [ "$1" = -c ]; then echo {SFT_MODEL}; else echo "$@" >> {record}; fi\n')
     python.chmod(0o755)
-    script = tmp_path / "work" / "scripts" / "gpu_learning_run.sh"  # it works in its project: the copy's
+    script = tmp_path / "work" / "gpu" / "gpu_learning_run.sh"  # it works in its project: the copy's
     script.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "scripts" / "gpu_learning_run.sh", script)
+    shutil.copy(ROOT / "gpu" / "gpu_learning_run.sh", script)
     done = subprocess.run(
         ["bash", str(script), *args],
         env={**os.environ, "PYTHON": str(python)},

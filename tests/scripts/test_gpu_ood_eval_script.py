@@ -1,4 +1,4 @@
-"""`scripts/gpu_ood_eval.sh` as a command line: the server it starts, the suites it runs, its Table 2.
+"""`gpu/gpu_ood_eval.sh` as a command line: the server it starts, the suites it runs, its Table 2.
 
 A stand-in `PYTHON` records every command (its vLLM "server" just waits); a scripted endpoint on `PORT`
 answers the script's readiness probe, so no GPU, vLLM or model is involved.
@@ -32,7 +32,7 @@ def test_the_script_serves_the_checkpoint_then_runs_each_suite_and_table_2(tmp_p
         port = str(urlsplit(url).port)
         env = {**os.environ, "PYTHON": str(python), "RECORD": str(record), "PORT": port, "GPU_MEMORY": "0.3"}
         done = subprocess.run(
-            ["bash", str(ROOT / "scripts" / "gpu_ood_eval.sh"), "/models/smollm2", str(out), "3"],
+            ["bash", str(ROOT / "gpu" / "gpu_ood_eval.sh"), "/models/smollm2", str(out), "3"],
             env=env,
             capture_output=True,
             text=True,
@@ -56,5 +56,5 @@ def test_the_script_serves_the_checkpoint_then_runs_each_suite_and_table_2(tmp_p
 
 
 def test_without_a_model_dir_the_script_says_how_to_call_it():
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_ood_eval.sh")], capture_output=True, text=True)
+    done = subprocess.run(["bash", str(ROOT / "gpu" / "gpu_ood_eval.sh")], capture_output=True, text=True)
     assert done.returncode != 0 and "usage: gpu_ood_eval.sh MODEL_DIR" in done.stderr

@@ -1,6 +1,6 @@
-"""scripts/gpu_paper_launch.sh without a GPU: each run's launch (the as-shipped ones override only run length,
+"""gpu/gpu_paper_launch.sh without a GPU: each run's launch (the as-shipped ones override only run length,
 validation and checkpoints), the order `next` follows, the resume's check, with a stand-in `PYTHON` that
-records what it would run; and the tables it prints (scripts/backbone_table.py's 7B targets, the forward
+records what it would run; and the tables it prints (benchmarks/backbone_table.py's 7B targets, the forward
 phases' MFU, runs side by side; the sampler's steps of its own launch only)."""
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ VLLM_INFO = "+ray_kwargs.ray_init.runtime_env.env_vars.VLLM_LOGGING_LEVEL"
 STAND_IN = """#!/bin/sh
 echo "$*" >> {record}
 case "$1" in
-  scripts/resource_sampler.py) out=$3; mkdir -p "$(dirname "$out")"
+  benchmarks/resource_sampler.py) out=$3; mkdir -p "$(dirname "$out")"
     echo "${{CUDA_VISIBLE_DEVICES:-all}}" > "$(dirname "$out")/gpus"
     echo '{{"returncode": 0, "step_seen_s": {{"2": 300.0}}, "peak_gpu_used_gib": 70.1,' > "$out"
     echo '"peak_node_used_gib": 90.2}}' >> "$out" ;;
-  -|scripts/update_profile.py) exec {python} "$@" ;;
+  -|benchmarks/update_profile.py) exec {python} "$@" ;;
 esac
 exit 0
 """
@@ -53,9 +53,13 @@ class Node:
 
     def __init__(self, tmp_path: Path) -> None:
         self.work, self.models = tmp_path / "work", tmp_path / "models"
-        (self.work / "scripts").mkdir(parents=True)
-        for name in ("gpu_paper_launch.sh", "gpu_mode_cli.sh", "update_profile.py"):  # and what it runs
-            shutil.copy(ROOT / "scripts" / name, self.work / "scripts")
+        for folder, name in (
+            ("gpu", "gpu_paper_launch.sh"),
+            ("gpu", "gpu_mode_cli.sh"),
+            ("benchmarks", "update_profile.py"),
+        ):
+            (self.work / folder).mkdir(parents=True, exist_ok=True)  # the script and what it runs
+            shutil.copy(ROOT / folder / name, self.work / folder)
         for name in ("qwen2.5-7b", "toolace-2-8b", "qwen2.5-coder-1.5b"):
             (self.models / name).mkdir(parents=True)
             (self.models / name / "config.json").write_text("{}")
@@ -66,12 +70,12 @@ class Node:
 
     def run(self, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "PYTHON": str(self.python), "MODELS": str(self.models), **extra}
-        script = self.work / "scripts" / "gpu_paper_launch.sh"
+        script = self.work / "gpu" / "gpu_paper_launch.sh"
         return subprocess.run(["bash", str(script), *args], env=env, capture_output=True, text=True)
 
     def launches(self) -> list[list[str]]:
         lines = self.record.read_text().splitlines() if self.record.exists() else []
-        return [line.split() for line in lines if line.startswith("scripts/resource_sampler.py")]
+        return [line.split() for line in lines if line.startswith("benchmarks/resource_sampler.py")]
 
     def folder(self, name: str) -> Path:
         return self.work / "experiments" / name

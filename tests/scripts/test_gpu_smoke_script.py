@@ -1,4 +1,4 @@
-"""`scripts/gpu_smoke.sh` as a command line: which experiment it launches and which run folder it reads.
+"""`gpu/gpu_smoke.sh` as a command line: which experiment it launches and which run folder it reads.
 
 A stand-in `PYTHON` records each command the script runs, so no launcher or GPU is involved.
 """
@@ -21,7 +21,7 @@ def run_smoke(tmp_path: Path, *args: str, **variables: str) -> tuple[int, list[l
     python.chmod(0o755)
     env = {**os.environ, "PYTHON": str(python), **variables}
     done = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "gpu_smoke.sh"), *args], env=env, capture_output=True, text=True
+        ["bash", str(ROOT / "gpu" / "gpu_smoke.sh"), *args], env=env, capture_output=True, text=True
     )
     lines = record.read_text().splitlines() if record.exists() else []
     return done.returncode, [line.split() for line in lines]

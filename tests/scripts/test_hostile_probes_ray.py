@@ -1,4 +1,4 @@
-"""`scripts/hostile_probes.py` starts a Ray of its own for its Ray backend: another cluster on the machine,
+"""`benchmarks/hostile_probes.py` starts a Ray of its own for its Ray backend: another cluster on the machine,
 or one that RAY_ADDRESS names, is never joined (the script once joined it and failed on `num_cpus`)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.local_ray  # a Ray of its own, in the script's process
 def test_the_ray_backend_runs_on_a_ray_of_its_own_whatever_ray_address_names(tmp_path):
     report = tmp_path / "probes.json"
     done = subprocess.run(
-        [sys.executable, "scripts/hostile_probes.py", "--backends", "ray", "--json", str(report)],
+        [sys.executable, "benchmarks/hostile_probes.py", "--backends", "ray", "--json", str(report)],
         cwd=ROOT,
         env={**os.environ, "RAY_ADDRESS": "127.0.0.1:1", "PYTHONPATH": str(ROOT)},
         capture_output=True,

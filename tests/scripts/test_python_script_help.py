@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted([*ROOT.glob("scripts/*.py"), ROOT / "launcher.py"])
+SCRIPTS = sorted([*ROOT.glob("scripts/*.py"), *ROOT.glob("benchmarks/*.py"), ROOT / "launcher.py"])
 SEAL_COMMANDS = ("serve", "eval", "replay", "diagnose", "data", "report", "train")
 HEAVY = ("torch", "transformers", "verl", "ray", "tensordict", "vllm")
 ANSWER = (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted([*ROOT.glob("scripts/*.sh"), ROOT / "install.sh"])
+SCRIPTS = sorted([*ROOT.glob("scripts/*.sh"), *ROOT.glob("gpu/*.sh"), ROOT / "install.sh"])
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
@@ -27,7 +27,7 @@ def test_help_prints_the_usage_and_runs_nothing(script, flag, tmp_path):
 
 
 def test_the_sourced_node_installer_returns_from_help_and_leaves_the_shell_as_it_was():
-    shell = "source scripts/gpu_node_install.sh --help > /dev/null; echo $- ${PYTHONPATH:-unset}"
+    shell = "source gpu/gpu_node_install.sh --help > /dev/null; echo $- ${PYTHONPATH:-unset}"
     done = subprocess.run(
         ["bash", "-c", shell], cwd=ROOT, env={**os.environ, "PYTHONPATH": ""}, capture_output=True, text=True
     )
@@ -41,7 +41,7 @@ def test_an_option_in_place_of_the_model_folder_is_refused(script, tmp_path):
     python.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "ran.txt"}\n')
     python.chmod(0o755)
     done = subprocess.run(
-        ["bash", str(ROOT / "scripts" / script), "--model"],
+        ["bash", str(ROOT / "gpu" / script), "--model"],
         env={**os.environ, "PYTHON": str(python)},
         capture_output=True,
         text=True,

@@ -1,4 +1,5 @@
-"""scripts/tool_budget.py: the ground truth within the tool budget, and a failure when a budget is too low."""
+"""benchmarks/tool_budget.py: the ground truth within the tool budget, and a failure when a budget is too
+low."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""scripts/update_profile.py: the verl overrides it prints compose and pass the launcher's checks; its tables
-read a chrome trace built here (kernels, their launches and the CPU operations that opened them), attribute
-each kernel to its region by the launch, and say how much communication no other kernel overlapped; a trace
-without GPU kernels, a missing file and a bad region are refused in one line."""
+"""benchmarks/update_profile.py: the verl overrides it prints compose and pass the launcher's checks; its
+tables read a chrome trace built here (kernels, their launches and the CPU operations that opened them),
+attribute each kernel to its region by the launch, and say how much communication no other kernel
+overlapped; a trace without GPU kernels, a missing file and a bad region are refused in one line."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from seal.trainer.launch.override_types import check_override_types
 from tests.support.script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "update_profile.py"
+SCRIPT = ROOT / "benchmarks" / "update_profile.py"
 update_profile = load_script("update_profile")
 CPU, STREAM, NCCL_STREAM = 1, 7, 20
 

@@ -1,4 +1,4 @@
-"""`seal view` pages in headless Chromium, for the browser test and scripts/bench_view.py.
+"""`seal view` pages in headless Chromium, for the browser test and benchmarks/bench_view.py.
 
 Large inputs are built quickly through the writers the project uses: a `seal eval` folder (`RunFolder`,
 `episode_record`, `summarize`) and a run folder of validation dumps of the 100 val tasks at several steps

@@ -3,7 +3,7 @@
 verl 0.9.1 has two switches for them (`workers/engine/fsdp/transformer_impl.py`):
 - `actor_rollout_ref.model.use_liger` patches the actor's and reference's decoder with Liger's RMSNorm,
   SwiGLU and RoPE kernels. On one H200, a forward and backward of Qwen2.5-7B's decoder on a packed micro-batch
-  of 16,384 tokens took 13% less time with them, 17% at Qwen2.5-3B's (`scripts/bench_packed_attention.py
+  of 16,384 tokens took 13% less time with them, 17% at Qwen2.5-3B's (`benchmarks/bench_packed_attention.py
   --liger`), and the 7B's update on 4 H200 10% less (53.4 -> 48.1 s). Without liger-kernel, every worker fails
   on its import;
 - `actor_rollout_ref.model.fused_kernel_options.impl_backend=liger` computes the log-probs and entropy with
@@ -33,7 +33,7 @@ LIGER_BACKEND = "liger"
 BACKEND_SETTING = f"actor_rollout_ref.model.fused_kernel_options.impl_backend={LIGER_BACKEND}"
 """The key=value that takes Liger's fused linear cross-entropy for the log-probs."""
 LIGER_PIN = "liger-kernel==0.8.5"
-"""The release `install.sh --gpu` and the offline GPU kit install (scripts/gpu_wheels.txt)."""
+"""The release `install.sh --gpu` and the offline GPU kit install (gpu/gpu_wheels.txt)."""
 
 
 def liger_uses(config: DictConfig) -> tuple[str, ...]:

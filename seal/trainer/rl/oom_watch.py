@@ -57,7 +57,7 @@ def describe(killed: list[KilledActor]) -> str:
     first = " ".join(killed[0].message.split())[:200]
     return (
         f"Ray killed {len(killed)} actor(s) of the run for host memory ({names}): the run cannot go on and "
-        f"was stopped. Ray said: {first}. Plan the host memory with scripts/memory_plan.py "
+        f"was stopped. Ray said: {first}. Plan the host memory with benchmarks/memory_plan.py "
         "(docs/guides/gpu.md, 'What fits where')"
     )
 

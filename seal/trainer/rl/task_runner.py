@@ -22,7 +22,7 @@ from verl.utils.logging_utils import configure_verl_logging
 from seal.urls import masked_values
 
 TRANSFER_QUEUE_STARTING = "TransferQueue starting beside the trainer's set-up"
-"""A start-up landmark (scripts/resource_sampler.py): the task runner has its config and starts work."""
+"""A start-up landmark (benchmarks/resource_sampler.py): the task runner has its config and starts work."""
 TRANSFER_QUEUE_READY = "TransferQueue ready in {seconds:.1f} s"
 """When TransferQueue's controller and storage actors were up (printed as they come, beside the set-up)."""
 

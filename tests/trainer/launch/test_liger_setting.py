@@ -124,4 +124,4 @@ def test_the_gpu_installs_carry_the_release_the_refusal_names():
     from seal.trainer.launch.liger import LIGER_PIN
 
     assert LIGER_PIN in (ROOT / "install.sh").read_text()
-    assert LIGER_PIN in (ROOT / "scripts" / "gpu_wheels.txt").read_text().splitlines()
+    assert LIGER_PIN in (ROOT / "gpu" / "gpu_wheels.txt").read_text().splitlines()

@@ -1,7 +1,7 @@
 """SealAgentLoop on the paper backbones' real tokenizers and chat templates, through verl's own
 `AgentLoopWorker` on CPU with a scripted server: 64 trajectories per backbone (ground-truth tool calls, tool
 responses, several user turns; some replies sampled as non-canonical token splits) whose trained tokens, masks
-and log-prob positions are exact, checked token by token and by `scripts/check_masks.py`.
+and log-prob positions are exact, checked token by token and by `benchmarks/check_masks.py`.
 
 verl 0.9.1 gives `qwen2` its Qwen builder (the newline after a sampled `<|im_end|>`) and `llama` the generic
 one; the Llama-3 template writes nothing after `<|eot_id|>`, so the generic builder is exact there, which the

@@ -1,4 +1,4 @@
-"""Hostile tool-call values (scripts/hostile_probes.py) on every backend: in-process, HTTP and Ray actors.
+"""Hostile tool-call values (benchmarks/hostile_probes.py) on every backend: in-process, HTTP and Ray actors.
 
 Whatever the model writes is a scored action: each probe gets the environment's error observation (or
 runs, where the value is legitimately executable) and the episode scores 0 — never a 5xx, an env_error

@@ -68,7 +68,7 @@ def test_a_body_blocked_on_dead_actors_is_stopped_with_one_line_naming_them():
     line = str(stopped.value)
     assert "\n" not in line
     assert line.startswith("Ray killed 1 actor(s) of the run for host memory (WorkerDict)")
-    assert "118 GB / 125 GB" in line and "scripts/memory_plan.py" in line
+    assert "118 GB / 125 GB" in line and "benchmarks/memory_plan.py" in line
     assert refusal_of(stopped.value) == (line, 1)
 
 

@@ -1,0 +1,379 @@
+#!/usr/bin/env bash
+# Qwen2.5-Coder-1.5B-Instruct on a node of four GPUs: the base model's greedy val and test, the SFT start
+# (exp/sft_qwen.yaml) and its greedy val at each saved length, then SEAL and vanilla GRPO from it (each arm on
+# two GPUs, side by side) for the seeds asked, each with the test split for its best-val checkpoint (--test).
+# Every stage already done is skipped, so a later node (the SFT start trained again, deterministically, and
+# checked by its val score) adds seeds one by one.
+#   bash gpu/gpu_qwen_compare.sh build WHEELS_DIR MODEL_DIR   # the model folder from the 22 downloaded wheels
+#   bash gpu/gpu_qwen_compare.sh start MODEL_DIR [SEED ...]   # in the background (setsid nohup); returns
+#   bash gpu/gpu_qwen_compare.sh run MODEL_DIR [SEED ...]     # the same in the foreground
+#   bash gpu/gpu_qwen_compare.sh status                       # each stage: done, running, to do
+#   bash gpu/gpu_qwen_compare.sh wait [S]                     # until the driver ends or S s (540) pass
+#   bash gpu/gpu_qwen_compare.sh pack FILE                    # results without checkpoints, one .tar.gz
+#   bash gpu/gpu_qwen_compare.sh stop                         # end the driver and what it started
+#   bash gpu/gpu_qwen_compare.sh starts MODEL_DIR SPEC...     # SFT starts side by side, each then scored
+# SPEC of `starts`: NAME@GPUS[+OVERRIDE...], e.g. `g2@0,1 g1@2 g1_noinit@3+sft.init_untrained_tokens=false`: the
+# SFT start of exp/sft_qwen.yaml (experiment sft_qwen_NAME; SFT_STEPS steps when set) trained on those GPUs, all
+# specs at once; then each start, served on its first GPU, gets its greedy val and 8 samples at temperature 1 of
+# the 64 train tasks the arms of seed 1 draw, and one line in experiments/qwen/starts.jsonl (val, mixed share,
+# pass@1, pass@8, per category, the card, the phases' seconds).
+#   bash gpu/gpu_qwen_compare.sh sitting MODEL_DIR ARM SEED   # one arm x one seed on this node, in one job
+# `sitting` (docs/guides/gpu.md, "One arm, one seed, one job"), on all the node's GPUs (2 or 4; NGPUS, default
+# nvidia-smi's count), each phase skipped when done and its seconds printed and kept in
+# experiments/qwen/sitting_ARM_sSEED/phases/: install (only with KIT=FOLDER: gpu/gpu_node_install.sh),
+# sft (exp/sft_qwen.yaml as experiment sft_qwen_sitting), sft_score (its greedy val and 8 samples at T=1 of
+# the 64 train tasks the arm draws with SEED), arm_startup + arm_steps + test (one launch of
+# exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs, greedy val before and after,
+# the 300 test tasks after in the same launch, seal.test_after; no checkpoint), then one line appended to
+# experiments/qwen/runs.jsonl (seal/reports/sitting.py) and the small files in
+# experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as results/qwen_coder_1_5b/ARM_sSEED_DATE/.
+# Time budget of a sitting from a bare node of 4 H200, from the measurements of docs/qwen_coder_1_5b.md:
+#   carry the kit 240 + install and model 163 + SFT 342 (2 GPUs; 4 not slower) + its score 254
+#   + the arm's start-up with val before 330 + 16 steps x 33 (44-50 s on 2 GPUs x 0.65, the 4/2-GPU step
+#   ratio measured on this recipe) = 528 + val after 60 + test 300 tasks ~150 + pack 10 = 2077 s = 35 min;
+#   on 2 H200, 16 x 47 = 752: 2301 s = 38 min. The issue's 25 minutes (1500 s) are not met by this arithmetic:
+#   the first sitting measures each phase (they are printed) and the budget is set from them.
+# SEEDS: none by default (base, SFT and its evaluation only). ARMS (default "seal vanilla"; add full_loop for
+# exp/learn_qwen_full_loop.yaml) are trained two at a time, the first on GPUs 0-1, the second on GPUs 2-3.
+# SFT_STEP picks the SFT checkpoint the arms start from (default: the saved step with the best greedy val,
+# the shorter one on a tie). BASE=0 skips the base model's evaluations (measured once) and trains the SFT start
+# on all four GPUs instead of two. State and logs: experiments/qwen/ (driver.log, <stage>.log, eval_<model>_<split>/).
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_mode_cli.sh"
+mode=$1
+shift
+cd "$(dirname "$0")/.."
+state=experiments/qwen
+read -r -a arms <<< "${ARMS:-seal vanilla}"
+window=16384  # Table 4's max_model_len: the evaluations read the window the arms train in
+
+log() { echo "$(date -u +%H:%M:%S) $*"; }
+
+serve() {  # serve MODEL NAME GPU LOG: vLLM on that GPU at port 8100+GPU, as the arms' rollouts sample; sets `server`
+  CUDA_VISIBLE_DEVICES=$3 "$py" -m vllm.entrypoints.openai.api_server --model "$1" --served-model-name "$2" \
+    --port $((8100 + $3)) --gpu-memory-utilization 0.85 --max-model-len "$window" --seed 0 --generation-config vllm \
+    > "$4" 2>&1 &
+  server=$!
+  for _ in $(seq 600); do
+    curl -sf "http://127.0.0.1:$((8100 + $3))/v1/models" > /dev/null && return 0
+    kill -0 $server 2>/dev/null || { log "$2: the vLLM server died ($4)"; return 1; }
+    sleep 1
+  done
+}
+
+score() {  # score MODEL NAME GPU DEST [seal eval options]: `seal eval` of the model served on GPU into DEST
+  local model=$1 name=$2 gpu=$3 dest=$4
+  shift 4
+  "$py" -m seal.cli eval --base-url "http://127.0.0.1:$((8100 + gpu))/v1" --model "$name" --out "$dest" \
+    --official --max-model-len "$window" --tokenizer "$model" "$@" > "$dest.log" 2>&1
+}
+
+evaluate() {  # evaluate MODEL NAME SPLIT GPU: vLLM on that GPU, then `seal eval` greedy into $state/eval_NAME_SPLIT
+  local model=$1 name=$2 split=$3 gpu=$4 dest="$state/eval_$2_$3" server status
+  [ -f "$dest/summary.json" ] && { log "eval $name $split: done already"; return 0; }
+  log "eval $name $split: vLLM on GPU $gpu (log $dest.vllm.log)"
+  serve "$model" "$name" "$gpu" "$dest.vllm.log" || return 1
+  score "$model" "$name" "$gpu" "$dest" --split "$split" --concurrency 50
+  status=$?
+  kill $server 2>/dev/null; wait $server 2>/dev/null
+  log "eval $name $split: exit $status ($dest.log)"
+  return $status
+}
+
+drawn_tasks() {  # drawn_tasks SEED: the 64 train tasks an arm of that seed trains on (verl's draw: data.shuffle,
+  # data.train_max_samples 64, data.seed), comma-separated
+  "$py" -c 'import sys, numpy as np; from seal.bfcl.tasks import split_ids; t = split_ids("train")
+print(",".join(t[i] for i in sorted(np.random.default_rng(int(sys.argv[1])).choice(len(t), 64, replace=False))))' "$1"
+}
+
+train_start() {  # train_start NAME GPUS [OVERRIDE...]: exp/sft_qwen.yaml on those GPUs as experiment sft_qwen_NAME
+  local name=$1 gpus=$2 began=$SECONDS exp="sft_qwen_$1" steps=()
+  shift 2
+  [ -f "experiments/$exp/trained.json" ] && { log "$exp: trained already"; return 0; }
+  [ -n "${SFT_STEPS:-}" ] && steps=(trainer.total_training_steps="$SFT_STEPS" trainer.save_freq="$SFT_STEPS")
+  log "$exp: on GPUs $gpus (log $state/$exp.log)"
+  CUDA_VISIBLE_DEVICES=$gpus "$py" launcher.py --conf exp/sft_qwen.yaml -- model.path="$model" \
+    trainer.experiment_name="$exp" trainer.n_gpus_per_node=$(($(tr -cd , <<< "$gpus" | wc -c) + 1)) "${steps[@]}" "$@" \
+    > "$state/$exp.log" 2>&1
+  local status=$?
+  echo $((SECONDS - began)) > "$state/$exp.train_s"
+  log "$exp: exit $status after $((SECONDS - began)) s"
+}
+
+score_start() {  # score_start NAME GPUS [OVERRIDE...]: greedy val and 8 samples of seed DRAW_SEED's (1) train
+  # draw, one line
+  local name=$1 gpus=$2 exp="sft_qwen_$1" began=$SECONDS folder gpu status
+  shift 2
+  gpu=${gpus%%,*}
+  folder=$(ls -d "experiments/$exp"/checkpoints/global_step_*/huggingface 2>/dev/null | sort -V | tail -1)
+  [ -n "$folder" ] || { log "$exp: no checkpoint to score ($state/$exp.log)"; return 1; }
+  serve "$folder" "$exp" "$gpu" "$state/eval_$exp.vllm.log" || return 1
+  score "$folder" "$exp" "$gpu" "$state/eval_${exp}_val" --split val --concurrency 50 &
+  local greedy=$!
+  score "$folder" "$exp" "$gpu" "$state/eval_${exp}_mixed" --split train --tasks "$(drawn_tasks "${DRAW_SEED:-1}")" --samples 8 \
+    --temperature 1 --seed 0 --concurrency 64
+  status=$?
+  wait $greedy || status=1
+  kill $server 2>/dev/null; wait $server 2>/dev/null
+  log "$exp: scored, exit $status after $((SECONDS - began)) s"
+  "$py" - "$state" "$exp" "$gpus" "$folder" "$(nvidia-smi --query-gpu=name --format=csv,noheader -i "$gpu")" \
+    "$(cat "$state/$exp.train_s" 2>/dev/null || echo 0)" $((SECONDS - began)) "$*" >> "$state/starts.jsonl" <<'PY'
+import json, re, sys
+state, exp, gpus, folder, card, train_s, score_s, overrides = sys.argv[1:]
+val = json.load(open(f"{state}/eval_{exp}_val/summary.json"))
+mixed = json.load(open(f"{state}/eval_{exp}_mixed/summary.json"))
+print(json.dumps({
+    "recipe": "exp/sft_qwen.yaml" + (f" {overrides}" if overrides else ""), "experiment": exp, "card": card,
+    "gpus": len(gpus.split(",")), "steps": int(re.search(r"global_step_(\d+)", folder).group(1)),
+    "val": val["pass_rate"], "val_by_category": {c: v["pass_rate"] for c, v in val["by_category"].items()},
+    "mixed": mixed["mixed_share"], "mixed_by_category": {c: v["mixed_share"] for c, v in mixed["by_category"].items()},
+    "pass_at_1": mixed["pass_at_1"], "pass_at_8": mixed["pass_at_n"], "train_s": int(train_s), "score_s": int(score_s),
+}))
+PY
+}
+
+drive_starts() {  # drive_starts SPEC...: every start of $model trained at once, then every start scored at once
+  local spec name gpus pids=()
+  mkdir -p "$state"
+  echo $$ > "$state/driver.pid"
+  for spec in "$@"; do
+    name=${spec%%@*}; gpus=${spec#*@}; gpus=${gpus%%+*}
+    read -r -a extra <<< "$(tr '+' ' ' <<< "${spec#*@}" | cut -s -d' ' -f2-)"
+    train_start "$name" "$gpus" "${extra[@]}" & pids+=($!)
+  done
+  wait "${pids[@]}"
+  pids=()
+  for spec in "$@"; do
+    name=${spec%%@*}; gpus=${spec#*@}; gpus=${gpus%%+*}
+    read -r -a extra <<< "$(tr '+' ' ' <<< "${spec#*@}" | cut -s -d' ' -f2-)"
+    score_start "$name" "$gpus" "${extra[@]}" & pids+=($!)
+  done
+  wait "${pids[@]}"
+  log "driver: done"
+}
+
+sft_checkpoints() {  # the SFT run's saved steps, ascending
+  ls -d experiments/sft_qwen/checkpoints/global_step_*/huggingface 2>/dev/null | sed 's#.*global_step_\([0-9]*\)/.*#\1#' \
+    | sort -n
+}
+
+sft_folder() { echo "experiments/sft_qwen/checkpoints/global_step_$1/huggingface"; }
+
+val_mean() {  # val_mean EVAL_DIR: the pass rate (Avg over the categories) its summary reports
+  "$py" -c 'import json, sys; print(json.load(open(sys.argv[1] + "/summary.json"))["pass_rate"])' "$1" 2>/dev/null
+}
+
+chosen_sft_step() {  # SFT_STEP, or the saved step with the best greedy val (the shorter on a tie)
+  if [ -n "${SFT_STEP:-}" ]; then echo "$SFT_STEP"; return; fi
+  local step best="" best_score=-1 score
+  for step in $(sft_checkpoints); do
+    score=$(val_mean "$state/eval_sft${step}_val") || continue
+    awk -v s="$score" -v b="$best_score" 'BEGIN { exit !(s > b) }' && { best=$step; best_score=$score; }
+  done
+  [ -n "$best" ] && echo "$best"
+}
+
+train_arm() {  # train_arm ARM SEED SFT_FOLDER GPUS: one launch with the test pass, its exit status into <run>.exit
+  local run="learn_qwen_$1_s$2"
+  [ -f "experiments/$run/trained.json" ] && { log "$run: done already"; return 0; }
+  log "$run: on GPUs $4 (log $state/$run.log)"
+  CUDA_VISIBLE_DEVICES=$4 "$py" launcher.py --conf "exp/learn_qwen_$1.yaml" --with-bfcl --test -- \
+    actor_rollout_ref.model.path="$3" seed="$2" > "$state/$run.log" 2>&1
+  echo $? > "$state/$run.exit"
+  log "$run: exit $(cat "$state/$run.exit")"
+}
+
+drive() {  # drive MODEL SEED...
+  local model=$1 step sft pids=() i seed
+  shift
+  mkdir -p "$state"
+  echo $$ > "$state/driver.pid"
+  echo "$@" > "$state/seeds"
+  local sft_gpus=0,1,2,3
+  if [ "${BASE:-1}" != 0 ]; then
+    sft_gpus=2,3
+    evaluate "$model" base val 0 & pids+=($!)
+    evaluate "$model" base test 1 & pids+=($!)
+  fi
+  if [ -z "$(sft_checkpoints)" ]; then
+    log "sft: exp/sft_qwen.yaml on GPUs $sft_gpus (log $state/sft.log)"
+    CUDA_VISIBLE_DEVICES=$sft_gpus "$py" launcher.py --conf exp/sft_qwen.yaml -- model.path="$model" \
+      trainer.n_gpus_per_node=$(($(tr -cd , <<< "$sft_gpus" | wc -c) + 1)) > "$state/sft.log" 2>&1
+    log "sft: exit $?"
+  fi
+  wait "${pids[@]}"
+  pids=()
+  i=0
+  for step in $(sft_checkpoints); do
+    evaluate "$(sft_folder "$step")" "sft$step" val $((i % 4)) & pids+=($!)
+    i=$((i + 1))
+  done
+  wait "${pids[@]}"
+  step=$(chosen_sft_step) || { log "no SFT checkpoint was evaluated ($state/sft.log)"; return 1; }
+  sft=$(sft_folder "$step")
+  log "sft: the arms start from step $step ($sft)"
+  for seed in "$@"; do
+    for ((i = 0; i < ${#arms[@]}; i += 2)); do
+      pids=()
+      train_arm "${arms[$i]}" "$seed" "$sft" 0,1 & pids+=($!)
+      [ $((i + 1)) -lt ${#arms[@]} ] && { train_arm "${arms[$((i + 1))]}" "$seed" "$sft" 2,3 & pids+=($!); }
+      wait "${pids[@]}"
+    done
+  done
+  log "driver: done"
+}
+
+timed() {  # timed DIR PHASE COMMAND...: the command unless DIR/PHASE holds its seconds; prints them
+  local dir=$1 phase=$2 began=$SECONDS
+  shift 2
+  [ -f "$dir/$phase" ] && { log "phase $phase: done already ($(cat "$dir/$phase") s)"; return 0; }
+  "$@" || { log "phase $phase: failed after $((SECONDS - began)) s"; return 1; }
+  echo $((SECONDS - began)) > "$dir/$phase"
+  log "phase $phase: $(cat "$dir/$phase") s"
+}
+
+arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPUS RUN: the arm with val before and after and the test pass
+  local steps=${STEPS:-16}
+  [ -f "experiments/$5/trained.json" ] && return 0
+  CUDA_VISIBLE_DEVICES=$(seq -s, 0 $(($4 - 1))) "$py" launcher.py --conf "exp/learn_qwen_$1.yaml" --with-bfcl -- \
+    actor_rollout_ref.model.path="$3" seed="$2" trainer.experiment_name="$5" trainer.n_gpus_per_node="$4" \
+    trainer.total_training_steps="$steps" trainer.total_epochs=$(((steps + 7) / 8)) trainer.test_freq="$steps" \
+    trainer.save_freq=-1 seal.test_after=true 'trainer.logger=[console,file]' > "$state/$5.log" 2>&1
+}
+
+split_arm_phases() {  # split_arm_phases RUN DIR: the launch's seconds into start-up, steps and test, from its metrics
+  "$py" - "experiments/$1" "$2" <<'PY'
+import json, pathlib, sys
+run, phases = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+lines = [json.loads(l) for f in sorted((run / "metrics").glob("*.jsonl")) for l in f.read_text().splitlines() if l]
+steps = sum(l["data"].get("timing_s/step", 0) for l in lines)
+test = sum(l["data"].get("timing_s/test", 0) for l in lines)
+whole = int((phases / "arm").read_text())
+(phases / "arm_steps").write_text(f"{int(steps)}\n")
+(phases / "test").write_text(f"{int(test)}\n")
+(phases / "arm_startup").write_text(f"{max(0, whole - int(steps) - int(test))}\n")
+PY
+}
+
+sitting() {  # sitting MODEL ARM SEED: one arm x one seed on all of this node's GPUs, each phase timed and skipped
+  local model=$1 arm=$2 seed=$3 gpus=${NGPUS:-$(nvidia-smi -L | wc -l)} run="learn_qwen_$2_s$3_sitting"
+  local dir="$state/sitting_$2_s$3" sft="sft_qwen_sitting" folder card
+  mkdir -p "$dir/phases"
+  echo $$ > "$state/driver.pid"
+  if [ -n "${KIT:-}" ]; then
+    timed "$dir/phases" install source gpu/gpu_node_install.sh "$KIT" || return 1
+    set +e
+  fi
+  timed "$dir/phases" sft train_start sitting "$(seq -s, 0 $((gpus - 1)))" || return 1
+  [ -f "experiments/$sft/trained.json" ] || { log "$sft: not trained ($state/$sft.log)"; return 1; }
+  DRAW_SEED=$seed timed "$dir/phases" sft_score score_start sitting "$(seq -s, 0 $((gpus - 1)))" || return 1
+  folder=$(ls -d "experiments/$sft"/checkpoints/global_step_*/huggingface | sort -V | tail -1)
+  timed "$dir/phases" arm arm_launch "$arm" "$seed" "$folder" "$gpus" "$run" || return 1
+  [ -f "$dir/phases/arm_steps" ] || split_arm_phases "$run" "$dir/phases"
+  card=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
+  if [ ! -f "$dir/line.json" ]; then
+    "$py" -m seal.reports.sitting --arm "$arm" --seed "$seed" --card "$card" --gpus "$gpus" \
+      --sft-val "$state/eval_${sft}_val" --sft-mixed "$state/eval_${sft}_mixed" --run "experiments/$run" \
+      --phases "$dir/phases" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+      > "$dir/line.json.partial" && mv "$dir/line.json.partial" "$dir/line.json" || return 1
+    cat "$dir/line.json" >> "$state/runs.jsonl"
+  fi
+  pack_sitting "$arm" "$seed" "$run" "$dir"
+  log "sitting $arm seed $seed: $(grep -o '"sitting_s": [0-9]*' "$dir/line.json")"
+}
+
+pack_sitting() {  # pack_sitting ARM SEED RUN DIR: the sitting's small files as results/qwen_coder_1_5b/<folder>/
+  local name="$1_s$2_$(date -u +%F)" stage
+  stage=$(mktemp -d)
+  local to="$stage/results/qwen_coder_1_5b/$name" run="experiments/$3" sft="experiments/sft_qwen_sitting"
+  mkdir -p "$to"
+  cp "$4/line.json" "$to/result.json"
+  cp "$state/eval_sft_qwen_sitting_val/summary.json" "$to/sft_val_summary.json"
+  cp "$state/eval_sft_qwen_sitting_mixed/summary.json" "$to/sft_mixed_summary.json"
+  cat "$sft"/metrics/*.jsonl > "$to/sft_metrics.jsonl" 2>/dev/null
+  mkdir -p "$to/metrics" && cat "$run"/metrics/*.jsonl > "$to/metrics/arm.jsonl"  # the arm's, as runs.jsonl's files
+  cp "$run/test_report.json" "$to/"
+  [ -f "$run/seal_steps.jsonl" ] && cp "$run/seal_steps.jsonl" "$to/"
+  grep -h "phase \|sitting " "$state/driver.log" > "$to/phases.log" 2>/dev/null
+  tar -czf "$state/sitting_$1_s$2.tar.gz" -C "$stage" results && rm -rf "$stage"
+  echo "packed $state/sitting_$1_s$2.tar.gz (untar it in the project root; the line is also in $state/runs.jsonl)"
+}
+
+driver_alive() { [ -f "$state/driver.pid" ] && kill -0 "$(cat "$state/driver.pid")" 2>/dev/null; }
+
+status() {
+  [ -f "$state/seeds" ] || { echo "nothing started yet ($state/seeds is missing)"; return 0; }
+  driver_alive && echo "driver: running (pid $(cat "$state/driver.pid"), log $state/driver.log)" \
+    || echo "driver: not running (start again to resume)"
+  local dir run seed arm
+  for dir in "$state"/eval_*; do
+    [ -d "$dir" ] || continue
+    if [ -f "$dir/summary.json" ]; then echo "$(basename "$dir"): Avg $(val_mean "$dir")"
+    else echo "$(basename "$dir"): $(wc -l < "$dir/episodes.jsonl" 2>/dev/null || echo 0) episodes so far"; fi
+  done
+  for seed in $(cat "$state/seeds"); do
+    for arm in "${arms[@]}"; do
+      run="learn_qwen_${arm}_s${seed}"
+      if [ -f "experiments/$run/trained.json" ]; then echo "$run: done"
+      elif [ -f "$state/$run.exit" ]; then echo "$run: failed, exit $(cat "$state/$run.exit") ($state/$run.log)"
+      elif [ -f "$state/$run.log" ]; then echo "$run: $(grep -c 'step:' "$state/$run.log") step lines so far"
+      else echo "$run: to do"; fi
+    done
+  done
+}
+
+follow() {
+  local limit=$1 began=$SECONDS poll=${WAIT_POLL:-20}
+  while driver_alive && [ $((SECONDS - began + poll)) -le "$limit" ]; do sleep "$poll"; done
+  driver_alive && echo "after $((SECONDS - began)) s the driver still runs: wait again" \
+    || echo "after $((SECONDS - began)) s the driver has ended"
+  status
+}
+
+case "$mode" in
+  build)
+    [ $# -eq 2 ] || { echo "gpu_qwen_compare.sh: build WHEELS_DIR MODEL_DIR" >&2; exit 2; }
+    "$py" scripts/make_smoke_model.py qwen2.5-coder-1.5b "$2" --wheels "$1" ;;
+  start)
+    [ $# -ge 1 ] || { echo "gpu_qwen_compare.sh: start MODEL_DIR [SEED ...]" >&2; exit 2; }
+    [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json (build it first)" >&2; exit 2; }
+    if driver_alive; then echo "already running (pid $(cat "$state/driver.pid")): see status"; exit 0; fi
+    mkdir -p "$state"
+    setsid nohup bash "${BASH_SOURCE[0]}" run "$@" > "$state/driver.log" 2>&1 < /dev/null &
+    echo "started in the background: bash gpu/gpu_qwen_compare.sh status (log $state/driver.log)" ;;
+  run)
+    [ $# -ge 1 ] || { echo "gpu_qwen_compare.sh: run MODEL_DIR [SEED ...]" >&2; exit 2; }
+    drive "$@" ;;
+  starts)
+    [ $# -ge 2 ] || { echo "gpu_qwen_compare.sh: starts MODEL_DIR NAME@GPUS[+OVERRIDE...]..." >&2; exit 2; }
+    [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json (build it first)" >&2; exit 2; }
+    model=$1
+    shift
+    drive_starts "$@" ;;
+  sitting)
+    [ $# -eq 3 ] || { echo "gpu_qwen_compare.sh: sitting MODEL_DIR ARM SEED" >&2; exit 2; }
+    [ -f "exp/learn_qwen_$2.yaml" ] || { echo "gpu_qwen_compare.sh: no arm '$2' (exp/learn_qwen_$2.yaml)" >&2; exit 2; }
+    [[ "$3" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: SEED is a whole number, got '$3'" >&2; exit 2; }
+    [ -n "${KIT:-}" ] || [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json" >&2; exit 2; }
+    model=$1
+    mkdir -p "$state"
+    sitting "$@" 2>&1 | tee -a "$state/driver.log" ;;
+  status) status ;;
+  wait)
+    [[ "${1:-540}" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: wait [SECONDS], a whole number" >&2; exit 2; }
+    follow "${1:-540}" ;;
+  pack)
+    [ $# -eq 1 ] || { echo "gpu_qwen_compare.sh: pack FILE" >&2; exit 2; }
+    names=(experiments/qwen experiments/sft_qwen* experiments/learn_qwen_* launcher_record/sft_qwen
+      launcher_record/learn_qwen_*)
+    present=()
+    for name in "${names[@]}"; do [ -e "$name" ] && present+=("$name"); done
+    tar -czf "$1" --exclude='*/checkpoints' --exclude='*.parquet' --exclude='*/hydra' "${present[@]}" \
+      && echo "packed $(du -h "$1" | cut -f1) into $1 (untar it in the project root)" ;;
+  stop)
+    if driver_alive; then
+      pid=$(cat "$state/driver.pid")
+      kill -- -"$pid" 2>/dev/null || kill "$pid"
+      echo "stopped the driver (pid $pid) and what it started"
+    else echo "no driver running"; fi ;;
+  *) echo "gpu_qwen_compare.sh: no mode '$mode' (build start run starts sitting status wait pack stop; --help)" >&2; exit 2 ;;
+esac
