@@ -273,7 +273,7 @@ def create_app(settings: ServiceSettings | None = None, store: EpisodeStore | No
     )
     async def step(episode_id: str, request: Request) -> JSONResponse:
         body = parse_body(StepAction, await request.body())
-        if store.heavy(episode_id):
+        if store.heavy(episode_id, body.action):
             return FastJSONResponse(await asyncio.to_thread(store.step, episode_id, body.action))
         return FastJSONResponse(store.step(episode_id, body.action))
 

@@ -1,10 +1,10 @@
 """The worker process that runs the stateless tool calls (seal/bfcl/call_deadline.py) for one service.
 
-Once loaded it says `("ready", None)`; then it reads `(method, args, kwargs)` frames from stdin and answers
-`("value", value)` or `("raised", exc)` frames on stdout, each an 8-byte length and a pickle. Only the
-parent that started it writes to it. A value whose rendering would be too large to show (an integer past
-Python's 4,300 digits, more characters than a result may have) comes back as the tool's own error, so
-neither process ever renders it.
+Once loaded it says `("ready", None, 0.0)`; then it reads `(method, args, kwargs)` frames from stdin and
+answers `("value", value, cpu_s)` or `("raised", exc, cpu_s)` frames on stdout (`cpu_s`: the call's CPU
+time), each an 8-byte length and a pickle. Only the parent that started it writes to it. A value whose
+rendering would be too large to show (an integer past Python's 4,300 digits, more characters than a result
+may have) comes back as the tool's own error, so neither process ever renders it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import pickle
 import resource
 import struct
 import sys
+import time
 from typing import Any, BinaryIO
 
 from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.math_api import MathAPI
@@ -58,16 +59,23 @@ def run(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str
     return ("value", value) if reason is None else ("value", {"error": reason})
 
 
+def timed(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any, float]:
+    """`run`'s answer and the CPU time it took (what the episode's budget is charged)."""
+    started = time.process_time()
+    kind, value = run(method, args, kwargs)
+    return kind, value, time.process_time() - started
+
+
 def main() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    write_frame(stdout, ("ready", None))
+    write_frame(stdout, ("ready", None, 0.0))
     while True:
         try:
             method, args, kwargs = read_frame(stdin)
         except EOFError:
             return
-        write_frame(stdout, run(method, args, kwargs))
+        write_frame(stdout, timed(method, args, kwargs))
 
 
 if __name__ == "__main__":

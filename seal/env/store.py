@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, cast
 
 from pydantic import ValidationError
 
+from seal.bfcl.call_deadline import may_call_a_worker
 from seal.bfcl.tasks import UnknownTaskError, get_task, load_tasks, split_ids
 from seal.env.budget import ToolBudget, worst_episode_bytes
 from seal.env.context_limits import CUTS
@@ -270,14 +271,17 @@ class EpisodeStore:
             self._counters["steps"] += 1
         return {"observation": result.observation, "done": result.done, "info": result.info}
 
-    def heavy(self, episode_id: str) -> bool:
-        """The episode's calls have cost enough (seal/env/budget.py), or may wait up to their deadline for a
-        worker process (seal/bfcl/call_deadline.py), so that its next step or finish should not run on a loop
-        that answers other episodes; False for an unknown or finished one."""
+    def heavy(self, episode_id: str, action: str | None = None) -> bool:
+        """The episode's calls have cost enough (seal/env/budget.py), or its next step (`action`; None: its
+        finish) may wait up to a deadline for a worker process (seal/bfcl/call_deadline.py), so that it should
+        not run on a loop that answers other episodes; False for an unknown or finished one."""
         with self._lock:
             entry = self._entries.get(_id_key(episode_id))
         episode = None if entry is None else entry.episode
-        return episode is not None and (episode.meter.heavy or episode.executor.calls_out_of_process)
+        if episode is None:
+            return False
+        waits = episode.executor.calls_out_of_process and (action is None or may_call_a_worker(action))
+        return episode.meter.heavy or waits
 
     def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:
         """Score once and keep only the result, so a repeated finish answers the same and steps get 409.

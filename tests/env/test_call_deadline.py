@@ -101,8 +101,28 @@ def test_a_call_is_charged_its_own_time_never_its_workers_load():
     worker = _Worker()
     started = time.monotonic()
     try:
-        assert worker.call("add", (2, 3), {}, 5.0) == {"result": 5}
+        assert worker.call("add", (2, 3), {}, 5.0) == ("value", {"result": 5})
     finally:
         worker.stop()
     waited = time.monotonic() - started
     assert worker.seconds < waited / 2
+
+
+def test_an_answer_once_given_is_remembered_and_costs_no_worker_again(monkeypatch):
+    """MathAPI is pure: a finish runs each call four times (BFCL's checker and the turn checks, the model's
+    and the ground truth's), and only the first goes to a worker."""
+    from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.math_api import MathAPI
+
+    from seal.bfcl import call_deadline
+
+    call_deadline.install()
+    first = MathAPI().multiply(a=12345, b=678)
+
+    def no_worker(*_: object) -> None:
+        raise AssertionError("asked a worker again")
+
+    monkeypatch.setattr(call_deadline._Worker, "call", no_worker)
+    again = MathAPI().multiply(a=12345, b=678)
+    assert again == first == {"result": 12345 * 678} and again is not first
+    with pytest.raises(AssertionError, match="asked a worker again"):
+        MathAPI().multiply(a=12345, b=679)
