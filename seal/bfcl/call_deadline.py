@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import os
 import pickle
+import re
 import selectors
 import subprocess
 import sys
@@ -30,7 +32,7 @@ from typing import Any
 
 from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.math_api import MathAPI
 
-from seal.bfcl.call_worker import HEADER, write_frame
+from seal.bfcl.call_worker import HEADER, too_large, write_frame
 
 DEFAULT_CALL_S = 1.0
 REMEMBERED_ANSWERS = 4096
@@ -215,18 +217,67 @@ WORKER_METHODS = frozenset(
 """The methods whose calls run in the workers."""
 
 
+SMALL_INT = 10**15
+SMALL_SCALE = 100
+SMALL_TEXT = 100
+SMALL_LIST = 1_000
+SCALES = frozenset({"precision", "exponent", "decimal_places"})
+"""A call whose arguments are all small runs here, at once: integers of magnitude at most `SMALL_INT`,
+precisions, exponents and decimal places of at most `SMALL_SCALE`, texts (unit names) of at most
+`SMALL_TEXT` characters, lists of at most `SMALL_LIST` such numbers; floats take constant time. Under those
+bounds every MathAPI method takes microseconds and answers in under 1,600 characters (the ground truth's
+calls all fit), so the round trip to a worker, which costs the service more than the call, is saved for the
+calls that may be expensive; every other call goes to a worker under the deadline."""
+
+
+def _small(value: Any, scale: bool = False) -> bool:
+    if value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, float):
+        return not scale or abs(value) <= SMALL_SCALE
+    if isinstance(value, int):
+        return abs(value) <= (SMALL_SCALE if scale else SMALL_INT)
+    if isinstance(value, str):
+        return len(value) <= SMALL_TEXT
+    if isinstance(value, list):
+        return len(value) <= SMALL_LIST and all(_small(item) for item in value)
+    return False
+
+
+LARGE_NUMBER = re.compile(r"\d{3}|\d[eE][+]?\d|\\u")
+"""A number of three digits or more, one in exponent notation, or a `\\u` escape (which could spell any
+of them, or a method's name): what a call needs to be sent to a worker (`SMALL_SCALE`, `SMALL_INT`)."""
+
+
 def may_call_a_worker(action: str) -> bool:
-    """Whether a model's reply could call a method that runs in a worker: it names one, or it writes a
-    `\\u` escape, which could spell one. A reply that does neither runs no worker call, so its step needs
-    no thread that may wait (most steps of a task with MathAPI: a turn's other calls, "Done.")."""
-    return "\\u" in action or any(name in action for name in WORKER_METHODS)
+    """Whether a model's reply could send a call to a worker: it names a MathAPI method and writes a number
+    too large for the in-process path, or an escape, or is long enough to hold a list of `SMALL_LIST`
+    numbers. Such a step may wait up to the deadline, so it runs off the service's loop; any other step's
+    calls are all in-process and cheap (a turn's other calls, "Done.", the ground truth's arithmetic). A
+    reply this misjudges still has its calls stopped at the deadline: it holds the loop that long at most."""
+    if not any(name in action for name in WORKER_METHODS):
+        return "\\u" in action
+    return len(action) > SMALL_LIST or LARGE_NUMBER.search(action) is not None
 
 
 def _sandboxed(name: str) -> Any:
+    original = getattr(MathAPI, name)
+    signature = inspect.signature(original)
+
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = signature.bind(self, *args, **kwargs).arguments
+        except TypeError:
+            bound = None
+        if bound is not None and all(
+            _small(value, key in SCALES) for key, value in bound.items() if key != "self"
+        ):
+            value = original(self, *args, **kwargs)
+            reason = too_large(value)
+            return value if reason is None else {"error": reason}
         return _POOL.call(name, args, kwargs)
 
-    return functools.update_wrapper(method, getattr(MathAPI, name))
+    return functools.update_wrapper(method, original)
 
 
 def install() -> None:

@@ -272,15 +272,17 @@ class EpisodeStore:
         return {"observation": result.observation, "done": result.done, "info": result.info}
 
     def heavy(self, episode_id: str, action: str | None = None) -> bool:
-        """The episode's calls have cost enough (seal/env/budget.py), or its next step (`action`; None: its
-        finish) may wait up to a deadline for a worker process (seal/bfcl/call_deadline.py), so that it should
-        not run on a loop that answers other episodes; False for an unknown or finished one."""
+        """The episode's calls have cost enough (seal/env/budget.py), or its next step (`action`) may wait up
+        to a deadline for a worker process (seal/bfcl/call_deadline.py), so that it should not run on a loop
+        that answers other episodes; False for an unknown or finished one. A finish (`action` None) is heavy
+        only by the meter: it runs again the calls the steps ran, which the meter has counted (a stopped
+        call its whole deadline), and the answers of those that ended are remembered."""
         with self._lock:
             entry = self._entries.get(_id_key(episode_id))
         episode = None if entry is None else entry.episode
         if episode is None:
             return False
-        waits = episode.executor.calls_out_of_process and (action is None or may_call_a_worker(action))
+        waits = action is not None and episode.executor.calls_out_of_process and may_call_a_worker(action)
         return episode.meter.heavy or waits
 
     def finish(self, episode_id: str, close: bool = False, cut: str | None = None) -> EpisodeResult:

@@ -116,13 +116,41 @@ def test_an_answer_once_given_is_remembered_and_costs_no_worker_again(monkeypatc
     from seal.bfcl import call_deadline
 
     call_deadline.install()
-    first = MathAPI().multiply(a=12345, b=678)
+    big = 10**20  # past the small arguments that run in-process
+    first = MathAPI().multiply(a=big, b=678)
 
     def no_worker(*_: object) -> None:
         raise AssertionError("asked a worker again")
 
     monkeypatch.setattr(call_deadline._Worker, "call", no_worker)
-    again = MathAPI().multiply(a=12345, b=678)
-    assert again == first == {"result": 12345 * 678} and again is not first
+    again = MathAPI().multiply(a=big, b=678)
+    assert again == first == {"result": big * 678} and again is not first
     with pytest.raises(AssertionError, match="asked a worker again"):
-        MathAPI().multiply(a=12345, b=679)
+        MathAPI().multiply(a=big, b=679)
+
+
+def test_a_call_with_small_arguments_runs_in_process_and_any_other_in_a_worker(monkeypatch):
+    """Small arguments bound every MathAPI method to microseconds (the ground truth's all are): no round
+    trip; a large precision, exponent or integer may not be cheap, so it goes to a worker."""
+    from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.math_api import MathAPI
+
+    from seal.bfcl import call_deadline
+
+    call_deadline.install()
+
+    def no_worker(*_: object) -> None:
+        raise AssertionError("asked a worker")
+
+    monkeypatch.setattr(call_deadline._Worker, "call", no_worker)
+    assert MathAPI().power(base=2, exponent=10) == {"result": 1024}
+    assert MathAPI().mean(numbers=[1.0, 2.0, 3.0]) == {"result": 2.0}
+    assert MathAPI().square_root(16, precision=5)["result"] == 4
+    expensive = (
+        ("power", {"base": 2, "exponent": 101}),
+        ("square_root", {"number": 2, "precision": 1000}),
+        ("add", {"a": 10**16, "b": 1}),
+        ("sum_values", {"numbers": [1] * 1001}),
+    )
+    for name, arguments in expensive:
+        with pytest.raises(AssertionError, match="asked a worker"):
+            getattr(MathAPI(), name)(**arguments)
