@@ -131,23 +131,22 @@ print(json.dumps({
 PY
 }
 
+each_start() {  # each_start STAGE SPEC...: `STAGE NAME GPUS [OVERRIDE...]` for every spec at once, then waits
+  local stage=$1 spec name gpus pids=() extra
+  shift
+  for spec in "$@"; do
+    name=${spec%%@*}; gpus=${spec#*@}; gpus=${gpus%%+*}
+    read -r -a extra <<< "$(tr '+' ' ' <<< "${spec#*@}" | cut -s -d' ' -f2-)"
+    "$stage" "$name" "$gpus" "${extra[@]}" & pids+=($!)
+  done
+  wait "${pids[@]}"
+}
+
 drive_starts() {  # drive_starts SPEC...: every start of $model trained at once, then every start scored at once
-  local spec name gpus pids=()
   mkdir -p "$state"
   echo $$ > "$state/driver.pid"
-  for spec in "$@"; do
-    name=${spec%%@*}; gpus=${spec#*@}; gpus=${gpus%%+*}
-    read -r -a extra <<< "$(tr '+' ' ' <<< "${spec#*@}" | cut -s -d' ' -f2-)"
-    train_start "$name" "$gpus" "${extra[@]}" & pids+=($!)
-  done
-  wait "${pids[@]}"
-  pids=()
-  for spec in "$@"; do
-    name=${spec%%@*}; gpus=${spec#*@}; gpus=${gpus%%+*}
-    read -r -a extra <<< "$(tr '+' ' ' <<< "${spec#*@}" | cut -s -d' ' -f2-)"
-    score_start "$name" "$gpus" "${extra[@]}" & pids+=($!)
-  done
-  wait "${pids[@]}"
+  each_start train_start "$@"
+  each_start score_start "$@"
   log "driver: done"
 }
 
