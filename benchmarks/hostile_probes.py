@@ -233,12 +233,10 @@ class Outcome:
             return f"scored {result.get('reward')!r}, not 0"
         return ""
 
-    def late(self) -> str:
-        """How the step or the finish took longer than `BOUND_S`; "" when neither did."""
+    def late(self, bound: float = BOUND_S) -> str:
+        """How the step or the finish took longer than `bound` seconds; "" when neither did."""
         took = {"step": self.step_s, "finish": self.finish_s}
-        return ", ".join(
-            f"{part} took {seconds:.1f} s" for part, seconds in took.items() if seconds > BOUND_S
-        )
+        return ", ".join(f"{part} took {seconds:.1f} s" for part, seconds in took.items() if seconds > bound)
 
 
 async def play(client: EnvClient, probe: Probe, mode: str) -> Outcome:
@@ -416,8 +414,9 @@ async def run(backends: Sequence[str]) -> Report:
     return report
 
 
-def problems(report: Report) -> list[str]:
-    """One line per probe that did not come back as it must, on a backend or on the kept-alive connection."""
+def problems(report: Report, bound: float = BOUND_S) -> list[str]:
+    """One line per probe that did not come back as it must (or within `bound` seconds), on a backend or on
+    the kept-alive connection."""
     reference = report.results["inprocess"]
     found = [
         f"{backend}: {o.probe.protocol} {o.probe.name} ({o.mode}): {o.problem() or 'unlike in-process'}"
@@ -426,10 +425,10 @@ def problems(report: Report) -> list[str]:
         if o.problem() or differs(o, ref)
     ]
     found += [
-        f"{backend}: {o.probe.protocol} {o.probe.name} ({o.mode}): {o.late()}"
+        f"{backend}: {o.probe.protocol} {o.probe.name} ({o.mode}): {o.late(bound)}"
         for backend, outcomes in report.results.items()
         for o in outcomes
-        if o.late()
+        if o.late(bound)
     ]
     if report.dropped:
         found.append(f"http, one connection: dropped at {report.dropped}")
@@ -461,6 +460,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="default: inprocess,http,ray (in-process always runs: it is the reference)",
     )
     parser.add_argument("--json", type=Path, help="also write every outcome to this JSON file")
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=BOUND_S,
+        help="a step or finish slower than this is a problem (the bound on an idle machine; "
+        "default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     report = asyncio.run(run(args.backends))
     print(table(report.results), end="")
@@ -469,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         served, statuses = report.keep_alive
         counts = ", ".join(f"{n} x {status}" for status, n in sorted(Counter(statuses).items()))
         print(f"http: one keep-alive connection served all {served} requests (steps: {counts})")
-    found = problems(report)
+    found = problems(report, args.max_seconds)
     for line in found:
         print(line)
     if args.json is not None:
