@@ -247,13 +247,14 @@ def make_app(script: Script) -> FastAPI:
 
 
 @contextmanager
-def serve(script: Script, start_timeout: float = 10.0) -> Iterator[str]:
-    """Serve `script` on a free loopback port in a thread; yields the base URL (`.../v1`)."""
+def serve(script: Script, start_timeout: float = 10.0, log_level: str = "warning") -> Iterator[str]:
+    """Serve `script` on a free loopback port in a thread; yields the base URL (`.../v1`). `log_level`
+    "critical" keeps the endpoint's own logs (a client that left mid-request) out of the test's stderr."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        make_app(script), log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        make_app(script), log_level=log_level, lifespan="off", timeout_graceful_shutdown=1
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
