@@ -13,26 +13,22 @@
 #   bash gpu/gpu_qwen_compare.sh stop                         # end the driver and what it started
 #   bash gpu/gpu_qwen_compare.sh starts MODEL_DIR SPEC...     # SFT starts side by side, each then scored
 # SPEC of `starts`: NAME@GPUS[+OVERRIDE...], e.g. `g2@0,1 g1@2 g1_noinit@3+sft.init_untrained_tokens=false`: the
-# SFT start of exp/sft_qwen.yaml (experiment sft_qwen_NAME; SFT_STEPS steps when set) trained on those GPUs, all
-# specs at once; then each start, served on its first GPU, gets its greedy val and 8 samples at temperature 1 of
-# the 64 train tasks the arms of seed 1 draw, and one line in experiments/qwen/starts.jsonl (val, mixed share,
-# pass@1, pass@8, per category, the card, the phases' seconds).
+# SFT start of exp/sft_qwen.yaml (experiment sft_qwen_NAME; SFT_STEPS steps when set, a checkpoint every
+# SFT_SAVE steps when set, else the last alone) trained on those GPUs, all specs at once; then each saved
+# checkpoint, served on one of its start's GPUs, gets its greedy val, the last one also 8 samples at temperature 1
+# of the 64 train tasks the arms of seed 1 draw, and one line in experiments/qwen/starts.jsonl (val, mixed share,
+# pass@1, pass@8, per category, the card, the phases' seconds). A length curve on two GPUs:
+#   SFT_STEPS=120 SFT_SAVE=30 bash gpu/gpu_qwen_compare.sh starts MODEL_DIR g2@0,1
 #   bash gpu/gpu_qwen_compare.sh sitting MODEL_DIR ARM SEED   # one arm x one seed on this node, in one job
 # `sitting` (docs/guides/gpu.md, "One arm, one seed, one job"), on all the node's GPUs (2 or 4; NGPUS, default
 # nvidia-smi's count), each phase skipped when done and its seconds printed and kept in
 # experiments/qwen/sitting_ARM_sSEED/phases/: install (only with KIT=FOLDER: gpu/gpu_node_install.sh),
-# sft (exp/sft_qwen.yaml as experiment sft_qwen_sitting), sft_score (its greedy val and 8 samples at T=1 of
-# the 64 train tasks the arm draws with SEED), arm_startup + arm_steps + test (one launch of
-# exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs, greedy val before and after,
-# the 300 test tasks after in the same launch, seal.test_after; no checkpoint), then one line appended to
-# experiments/qwen/runs.jsonl (seal/reports/sitting.py) and the small files in
-# experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as results/qwen_coder_1_5b/ARM_sSEED_DATE/.
-# Time budget of a sitting from a bare node of 4 H200, from the measurements of docs/qwen_coder_1_5b.md:
-#   carry the kit 240 + install and model 163 + SFT 342 (2 GPUs; 4 not slower) + its score 254
-#   + the arm's start-up with val before 330 + 16 steps x 33 (44-50 s on 2 GPUs x 0.65, the 4/2-GPU step
-#   ratio measured on this recipe) = 528 + val after 60 + test 300 tasks ~150 + pack 10 = 2077 s = 35 min;
-#   on 2 H200, 16 x 47 = 752: 2301 s = 38 min. The issue's 25 minutes (1500 s) are not met by this arithmetic:
-#   the first sitting measures each phase (they are printed) and the budget is set from them.
+# sft (exp/sft_qwen.yaml as experiment sft_qwen_sitting, its Hugging Face folder alone saved), arm_startup +
+# arm_steps + test (one launch of exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs,
+# greedy val before (the start's val in the line) and after, the 300 test tasks after in the same launch,
+# seal.test_after; no checkpoint), then one line appended to experiments/qwen/runs.jsonl
+# (seal/reports/sitting.py) and the small files in experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as
+# results/qwen_coder_1_5b/ARM_sSEED_DATE/. Time budget: docs/guides/gpu.md ("One arm, one seed, one job").
 # SEEDS: none by default (base, SFT and its evaluation only). ARMS (default "seal vanilla"; add full_loop for
 # exp/learn_qwen_full_loop.yaml) are trained two at a time, the first on GPUs 0-1, the second on GPUs 2-3.
 # SFT_STEP picks the SFT checkpoint the arms start from (default: the saved step with the best greedy val,
@@ -85,49 +81,80 @@ drawn_tasks() {  # drawn_tasks SEED: the 64 train tasks an arm of that seed trai
 print(",".join(t[i] for i in sorted(np.random.default_rng(int(sys.argv[1])).choice(len(t), 64, replace=False))))' "$1"
 }
 
-train_start() {  # train_start NAME GPUS [OVERRIDE...]: exp/sft_qwen.yaml on those GPUs as experiment sft_qwen_NAME
+train_start() {  # train_start NAME GPUS [OVERRIDE...]: exp/sft_qwen.yaml on those GPUs as experiment sft_qwen_NAME,
+  # saving the Hugging Face folder alone (what is scored and what an arm starts from)
   local name=$1 gpus=$2 began=$SECONDS exp="sft_qwen_$1" steps=()
   shift 2
   [ -f "experiments/$exp/trained.json" ] && { log "$exp: trained already"; return 0; }
-  [ -n "${SFT_STEPS:-}" ] && steps=(trainer.total_training_steps="$SFT_STEPS" trainer.save_freq="$SFT_STEPS")
+  [ -n "${SFT_STEPS:-}" ] && steps=(trainer.total_training_steps="$SFT_STEPS" trainer.save_freq="${SFT_SAVE:-$SFT_STEPS}")
+  [ -n "${SFT_SAVE:-}" ] && steps+=(trainer.max_ckpt_to_keep=null)
   log "$exp: on GPUs $gpus (log $state/$exp.log)"
   CUDA_VISIBLE_DEVICES=$gpus "$py" launcher.py --conf exp/sft_qwen.yaml -- model.path="$model" \
-    trainer.experiment_name="$exp" trainer.n_gpus_per_node=$(($(tr -cd , <<< "$gpus" | wc -c) + 1)) "${steps[@]}" "$@" \
-    > "$state/$exp.log" 2>&1
+    trainer.experiment_name="$exp" trainer.n_gpus_per_node=$(($(tr -cd , <<< "$gpus" | wc -c) + 1)) \
+    'checkpoint.save_contents=[hf_model]' "${steps[@]}" "$@" > "$state/$exp.log" 2>&1
   local status=$?
   echo $((SECONDS - began)) > "$state/$exp.train_s"
   log "$exp: exit $status after $((SECONDS - began)) s"
 }
 
-score_start() {  # score_start NAME GPUS [OVERRIDE...]: greedy val and 8 samples of seed DRAW_SEED's (1) train
-  # draw, one line
-  local name=$1 gpus=$2 exp="sft_qwen_$1" began=$SECONDS folder gpu status
+score_start() {  # score_start NAME GPUS [OVERRIDE...]: each saved checkpoint's greedy val, the checkpoints dealt
+  # over GPUS (one vLLM a GPU at a time), and with the last one 8 samples at T=1 of the 64 train tasks seed
+  # DRAW_SEED's (1) arms draw; one line a checkpoint in starts.jsonl
+  local name=$1 exp="sft_qwen_$1" gpu_list folders g i pids=() status=0
+  IFS=, read -r -a gpu_list <<< "$2"
   shift 2
-  gpu=${gpus%%,*}
-  folder=$(ls -d "experiments/$exp"/checkpoints/global_step_*/huggingface 2>/dev/null | sort -V | tail -1)
-  [ -n "$folder" ] || { log "$exp: no checkpoint to score ($state/$exp.log)"; return 1; }
-  serve "$folder" "$exp" "$gpu" "$state/eval_$exp.vllm.log" || return 1
-  score "$folder" "$exp" "$gpu" "$state/eval_${exp}_val" --split val --concurrency 50 &
-  local greedy=$!
-  score "$folder" "$exp" "$gpu" "$state/eval_${exp}_mixed" --split train --tasks "$(drawn_tasks "${DRAW_SEED:-1}")" --samples 8 \
-    --temperature 1 --seed 0 --concurrency 64
-  status=$?
+  mapfile -t folders < <(ls -d "experiments/$exp"/checkpoints/global_step_*/huggingface 2>/dev/null | sort -V)
+  [ ${#folders[@]} -gt 0 ] || { log "$exp: no checkpoint to score ($state/$exp.log)"; return 1; }
+  for ((g = 0; g < ${#gpu_list[@]} && g < ${#folders[@]}; g++)); do
+    (
+      for ((i = g; i < ${#folders[@]}; i += ${#gpu_list[@]})); do
+        score_checkpoint "$exp" "${folders[$i]}" "${gpu_list[$g]}" ${#gpu_list[@]} $((i + 1 == ${#folders[@]})) "$@" \
+          || exit 1
+      done
+    ) & pids+=($!)
+  done
+  for g in "${pids[@]}"; do wait "$g" || status=1; done
+  return $status
+}
+
+score_checkpoint() {  # score_checkpoint EXP FOLDER GPU TRAINED_ON MIXED [OVERRIDE...]: the checkpoint served on
+  # GPU, its greedy val (and with MIXED=1 its 8 samples at T=1 beside it), then its line in starts.jsonl
+  local exp=$1 folder=$2 gpu=$3 trained_on=$4 mixed=$5 began=$SECONDS step greedy status=0
+  shift 5
+  step=$(sed 's#.*global_step_\([0-9]*\)/.*#\1#' <<< "$folder")
+  local dest="$state/eval_${exp}_step$step"
+  serve "$folder" "$exp" "$gpu" "$dest.vllm.log" || return 1
+  score "$folder" "$exp" "$gpu" "${dest}_val" --split val --concurrency 50 &
+  greedy=$!
+  if [ "$mixed" = 1 ]; then
+    score "$folder" "$exp" "$gpu" "${dest}_mixed" --split train --tasks "$(drawn_tasks "${DRAW_SEED:-1}")" \
+      --samples 8 --temperature 1 --seed 0 --concurrency 64 || status=1
+  fi
   wait $greedy || status=1
   kill $server 2>/dev/null; wait $server 2>/dev/null
-  log "$exp: scored, exit $status after $((SECONDS - began)) s"
-  "$py" - "$state" "$exp" "$gpus" "$folder" "$(nvidia-smi --query-gpu=name --format=csv,noheader -i "$gpu")" \
+  log "$exp step $step: scored on GPU $gpu, exit $status after $((SECONDS - began)) s"
+  [ $status = 0 ] || return 1
+  "$py" - "$dest" "$exp" "$step" "$trained_on" "$(nvidia-smi --query-gpu=name --format=csv,noheader -i "$gpu")" \
     "$(cat "$state/$exp.train_s" 2>/dev/null || echo 0)" $((SECONDS - began)) "$*" >> "$state/starts.jsonl" <<'PY'
-import json, re, sys
-state, exp, gpus, folder, card, train_s, score_s, overrides = sys.argv[1:]
-val = json.load(open(f"{state}/eval_{exp}_val/summary.json"))
-mixed = json.load(open(f"{state}/eval_{exp}_mixed/summary.json"))
-print(json.dumps({
+import json, pathlib, sys
+dest, exp, step, gpus, card, train_s, score_s, overrides = sys.argv[1:]
+val = json.load(open(f"{dest}_val/summary.json"))
+mixed_file = pathlib.Path(f"{dest}_mixed/summary.json")
+mixed = json.loads(mixed_file.read_text()) if mixed_file.is_file() else None
+line = {
     "recipe": "exp/sft_qwen.yaml" + (f" {overrides}" if overrides else ""), "experiment": exp, "card": card,
-    "gpus": len(gpus.split(",")), "steps": int(re.search(r"global_step_(\d+)", folder).group(1)),
-    "val": val["pass_rate"], "val_by_category": {c: v["pass_rate"] for c, v in val["by_category"].items()},
-    "mixed": mixed["mixed_share"], "mixed_by_category": {c: v["mixed_share"] for c, v in mixed["by_category"].items()},
-    "pass_at_1": mixed["pass_at_1"], "pass_at_8": mixed["pass_at_n"], "train_s": int(train_s), "score_s": int(score_s),
-}))
+    "gpus": int(gpus),
+    "steps": int(step), "val": val["pass_rate"],
+    "val_by_category": {c: v["pass_rate"] for c, v in val["by_category"].items()},
+    "train_s": int(train_s), "score_s": int(score_s),
+}
+if mixed is not None:
+    line |= {
+        "mixed": mixed["mixed_share"],
+        "mixed_by_category": {c: v["mixed_share"] for c, v in mixed["by_category"].items()},
+        "pass_at_1": mixed["pass_at_1"], "pass_at_8": mixed["pass_at_n"],
+    }
+print(json.dumps(line))
 PY
 }
 
@@ -264,14 +291,13 @@ sitting() {  # sitting MODEL ARM SEED: one arm x one seed on all of this node's 
   fi
   timed "$dir/phases" sft train_start sitting "$(seq -s, 0 $((gpus - 1)))" || return 1
   [ -f "experiments/$sft/trained.json" ] || { log "$sft: not trained ($state/$sft.log)"; return 1; }
-  DRAW_SEED=$seed timed "$dir/phases" sft_score score_start sitting "$(seq -s, 0 $((gpus - 1)))" || return 1
   folder=$(ls -d "experiments/$sft"/checkpoints/global_step_*/huggingface | sort -V | tail -1)
   timed "$dir/phases" arm arm_launch "$arm" "$seed" "$folder" "$gpus" "$run" || return 1
   [ -f "$dir/phases/arm_steps" ] || split_arm_phases "$run" "$dir/phases"
   card=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
   if [ ! -f "$dir/line.json" ]; then
     "$py" -m seal.reports.sitting --arm "$arm" --seed "$seed" --card "$card" --gpus "$gpus" \
-      --sft-val "$state/eval_${sft}_val" --sft-mixed "$state/eval_${sft}_mixed" --run "experiments/$run" \
+      --run "experiments/$run" \
       --phases "$dir/phases" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
       > "$dir/line.json.partial" && mv "$dir/line.json.partial" "$dir/line.json" || return 1
     cat "$dir/line.json" >> "$state/runs.jsonl"
@@ -286,8 +312,6 @@ pack_sitting() {  # pack_sitting ARM SEED RUN DIR: the sitting's small files as 
   local to="$stage/results/qwen_coder_1_5b/$name" run="experiments/$3" sft="experiments/sft_qwen_sitting"
   mkdir -p "$to"
   cp "$4/line.json" "$to/result.json"
-  cp "$state/eval_sft_qwen_sitting_val/summary.json" "$to/sft_val_summary.json"
-  cp "$state/eval_sft_qwen_sitting_mixed/summary.json" "$to/sft_mixed_summary.json"
   cat "$sft"/metrics/*.jsonl > "$to/sft_metrics.jsonl" 2>/dev/null
   mkdir -p "$to/metrics" && cat "$run"/metrics/*.jsonl > "$to/metrics/arm.jsonl"  # the arm's, as runs.jsonl's files
   cp "$run/test_report.json" "$to/"
