@@ -1,14 +1,20 @@
-"""One sitting's result line: one arm x one seed, from its SFT start's scores and its run folder.
+"""One sitting's result line: one arm x one seed, from its run folder.
 
     python -m seal.reports.sitting --arm seal --seed 1 --card "NVIDIA H200" --gpus 4 \
-        --sft-val EVAL_DIR --sft-mixed EVAL_DIR --run experiments/learn_qwen_seal_s1 \
-        --phases PHASES_DIR --commit abc1234 >> experiments/qwen/runs.jsonl
+        --run experiments/learn_qwen_seal_s1 --phases PHASES_DIR --commit abc1234 \
+        >> experiments/qwen/runs.jsonl
 
 The sitting driver (`gpu/gpu_qwen_compare.sh sitting`, docs/guides/gpu.md) calls it once the arm has
-ended. EVAL_DIR is a `seal eval` output folder (its summary.json); the run folder holds the arm's greedy
-validation dumps (`validation/{step}.jsonl`: the first is val before training, the last val after), its test
-pass (`test_report.json`, written in the launch by `seal.test_after`) and its metrics (`metrics/*.jsonl`);
-PHASES_DIR holds one file per phase, named after it, with its whole seconds.
+ended. The run folder holds the arm's greedy validation dumps (`validation/{step}.jsonl`: the first, at step
+0, is val before training, the last val after), its test pass (`test_report.json`, written in the launch by
+`seal.test_after`) and its metrics (`metrics/*.jsonl`); PHASES_DIR holds one file per phase, named after it,
+with its whole seconds.
+
+The SFT start is not scored apart: the arm's launch starts from it, so its val before training is the
+start's greedy val (same model, same 100 val tasks, greedy) and its first step's mixed share is the start's
+own (8 samples at T=1 of each of the step's 8 train tasks, under the arm's interface). `sft_val` therefore
+equals `val_before` by construction. The metrics hold no mixed share per category, so
+`sft_mixed_by_category` is null.
 """
 
 from __future__ import annotations
@@ -20,31 +26,33 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from seal.reports.compare import read_steps
 from seal.reports.runs import test_scores, validation_history
 from seal.results.pass_rate import SplitScore
 
 MIXED_SHARE = "seal/groups/mixed_share"
 """The trainer's per-step share of GRPO groups whose rewards differ (seal/trainer/rl/closed_loop.py)."""
-PHASES = ("install", "sft", "sft_score", "arm_startup", "arm_steps", "test")
+PHASES = ("install", "sft", "arm_startup", "arm_steps", "test")
 
 
 class SittingError(ValueError):
     """A sitting whose files do not make a result line; the message is one line."""
 
 
-def sitting_line(
-    identity: dict[str, Any],
-    sft_val: dict[str, Any],
-    sft_mixed: dict[str, Any],
-    run: Path,
-    phases: dict[str, int],
-) -> dict[str, Any]:
+def sitting_line(identity: dict[str, Any], run: Path, phases: dict[str, int]) -> dict[str, Any]:
     """The result line: `identity` (arm, seed, card, gpus, commit, date) and the measured values, each mean
-    beside its per-category dict (`*_by_category`)."""
+    beside its per-category dict (`*_by_category`). The start's values are the arm's before it trained:
+    `sft_val` is the first validation dump (step 0, so equal to `val_before`), `sft_mixed` step 1's mixed
+    share, not the mean over steps."""
     history = validation_history(run / "validation")
     if len(history) < 2:
         raise SittingError(f"{run / 'validation'}: {len(history)} validation pass(es), need before and after")
+    if min(history) != 0:
+        raise SittingError(
+            f"{run / 'validation'}: the first validation pass is at step {min(history)}, not 0 (untrained)"
+        )
     tested = dict(test_scores(run)).get("last")
     if tested is None:
         raise SittingError(
@@ -52,29 +60,28 @@ def sitting_line(
         )
     steps = read_steps(run)
     mixed = steps.get(MIXED_SHARE)
+    if mixed is None or pd.isna(mixed.get(1)):
+        raise SittingError(f"{run / 'metrics'}: no {MIXED_SHARE} at step 1, the SFT start's mixed share")
+    before = history[min(history)]
     line = dict(identity)
-    line |= _scored("sft_val", sft_val["pass_rate"], _by_category(sft_val, "pass_rate"))
-    line |= _scored("sft_mixed", sft_mixed["mixed_share"], _by_category(sft_mixed, "mixed_share"))
-    line |= _split("val_before", history[min(history)]) | _split("val_after", history[max(history)])
+    line |= _split("sft_val", before)
+    line |= _scored("sft_mixed", float(mixed[1]), None)
+    line |= _split("val_before", before) | _split("val_after", history[max(history)])
     line |= _split("test_after", tested)
     line["steps"] = len(steps)
-    line["mixed_share_mean"] = None if mixed is None else float(mixed.mean())
-    line["mixed_share_by_step"] = None if mixed is None else [float(x) for x in mixed]
+    line["mixed_share_mean"] = float(mixed.mean())
+    line["mixed_share_by_step"] = [float(x) for x in mixed]
     line["phases"] = {name: phases[name] for name in PHASES if name in phases}
     line["sitting_s"] = sum(line["phases"].values())
     return line
 
 
-def _scored(name: str, mean: float, by_category: dict[str, float]) -> dict[str, Any]:
+def _scored(name: str, mean: float, by_category: dict[str, float] | None) -> dict[str, Any]:
     return {name: mean, f"{name}_by_category": by_category}
 
 
 def _split(name: str, score: SplitScore) -> dict[str, Any]:
     return _scored(name, score.mean, score.by_category)
-
-
-def _by_category(summary: dict[str, Any], key: str) -> dict[str, float]:
-    return {category: values[key] for category, values in summary["by_category"].items()}
 
 
 def read_phases(folder: Path) -> dict[str, int]:
@@ -90,10 +97,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--card", required=True, help="the GPU's name, as nvidia-smi gives it")
     parser.add_argument("--gpus", type=int, required=True, help="GPUs the SFT start and the arm trained on")
-    parser.add_argument(
-        "--sft-val", type=Path, required=True, help="`seal eval` folder: the start's greedy val"
-    )
-    parser.add_argument("--sft-mixed", type=Path, required=True, help="`seal eval` folder: its 8 samples")
     parser.add_argument("--run", type=Path, required=True, help="the arm's run folder")
     parser.add_argument("--phases", type=Path, required=True, help="folder of one seconds file per phase")
     parser.add_argument("--commit", required=True, help="the project's commit the sitting ran")
@@ -109,10 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         "files": f"{args.arm}_s{args.seed}_{day}",
     }
     try:
-        summaries = [
-            json.loads((folder / "summary.json").read_text()) for folder in (args.sft_val, args.sft_mixed)
-        ]
-        line = sitting_line(identity, *summaries, args.run, read_phases(args.phases))
+        line = sitting_line(identity, args.run, read_phases(args.phases))
     except (OSError, ValueError, KeyError) as exc:
         print(f"sitting: {exc}", file=sys.stderr)
         return 1

@@ -121,17 +121,22 @@ class Sitting:
 
     - `arm`: `vanilla`, `seal` or `full_loop`; `seed`: the seed of the SFT start and of the arm's draws.
     - `card`, `gpus`: the accelerator and how many the arm ran on (the arms of one seed on one count).
-    - `sft_val`, `sft_mixed`: the sitting's SFT start, greedy val and the mixed share of 8 samples at T=1.
+    - `sft_val`, `sft_mixed`: the sitting's SFT start, measured in the arm's launch, not apart: its greedy
+      val is the arm's val before its first step (so `sft_val` equals `val_before`), its mixed share the
+      share of mixed groups in the arm's first step (8 samples at T=1 of each of 8 train tasks, under the
+      arm's interface), step 1's `seal/groups/mixed_share`, not the mean over steps.
     - `val_before`, `val_after`: greedy val (100 tasks) in the arm's launch before its first step and after
       its last; `test_after`: the 300 test tasks after the last step, in the same launch.
-    - `*_by_category` beside each of those five: the four categories' shares.
+    - `*_by_category` beside each of those five: the four categories' shares; `sft_mixed_by_category` is
+      null, since the step metrics hold no mixed share per category.
     - `steps`: GRPO steps run; `mixed_share_mean`: the mean over steps of the share of groups whose rewards
       are mixed (`seal/groups/mixed_share`); `sitting_s`: seconds from a bare node to the results.
     - `date` (ISO), `commit` (the project's commit the sitting ran).
     - `files`: a folder under results/<model>/ with the sitting's small files: `metrics/*.jsonl`, the
       trainer's per-step metrics as verl's file logger writes them (the run folder's `metrics/` copied:
       `seal/reward/mean`, `seal/groups/mixed_share`, `seal/apatch/scale_{min,mean,max}`,
-      `val-core/seal/pass_rate_mean`, ...), and the evaluations' `summary.json` files, kept for reading.
+      `val-core/seal/pass_rate_mean`, ...), and, kept for reading, the line (`result.json`), the SFT's
+      metrics, `test_report.json`, `seal_steps.jsonl` and the phase times.
     """
 
     arm: Literal["vanilla", "seal", "full_loop"]
@@ -141,7 +146,7 @@ class Sitting:
     sft_val: Rate
     sft_val_by_category: ByCategory
     sft_mixed: Rate
-    sft_mixed_by_category: ByCategory
+    sft_mixed_by_category: ByCategory | None
     val_before: Rate
     val_before_by_category: ByCategory
     val_after: Rate
@@ -163,8 +168,8 @@ class Sitting:
         "test_after_by_category",
     )
     @classmethod
-    def _categories(cls, value: dict[str, float]) -> dict[str, float]:
-        return _four_categories(value)
+    def _categories(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        return value if value is None else _four_categories(value)
 
 
 Record = TypeVar("Record", BaseModel, SftStart, Sitting)

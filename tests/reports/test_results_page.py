@@ -37,14 +37,17 @@ def avg(rates: dict[str, float]) -> float:
 
 
 def sitting(rng: random.Random, arm: str, seed: int, boost: float = 0.0) -> dict:
-    """A result line with random per-category rates (`boost` added to test after), its metrics written
-    by the caller under files/."""
+    """A result line with random per-category rates (`boost` added to test after) as the sitting writes it:
+    the start's val is val before, its mixed share has no categories; its metrics written by the caller
+    under files/."""
     line = {"arm": arm, "seed": seed, "card": "H200", "gpus": 2, "steps": 4, "sitting_s": 1200.0}
-    for key in ("sft_val", "sft_mixed", "val_before", "val_after", "test_after"):
+    for key in ("val_before", "val_after", "test_after"):
         rates = by_category(rng)
         if key == "test_after":
             rates = {c: min(1.0, r + boost) for c, r in rates.items()}
         line |= {key: avg(rates), f"{key}_by_category": rates}
+    line |= {"sft_val": line["val_before"], "sft_val_by_category": line["val_before_by_category"]}
+    line |= {"sft_mixed": rng.choice([0.25, 0.5]), "sft_mixed_by_category": None}
     return line | {
         "mixed_share_mean": 0.25,
         "date": "2026-11-29",
@@ -226,6 +229,11 @@ def test_the_page_is_generated_between_its_markers_and_a_stale_one_fails_check(t
             "a second line for vanilla seed 1 (the first is ",
         ),
         (lambda line: line | {"files": "absent"}, "files: "),
+        (lambda line: line | {"val_before_by_category": None}, "val_before_by_category: "),
+        (
+            lambda line: line | {"sft_mixed_by_category": dict.fromkeys(CATEGORIES[:3], 0.5)},
+            "sft_mixed_by_category: Value error, needs exactly the categories",
+        ),
     ],
 )
 def test_a_bad_line_is_one_line_naming_the_file_and_line_and_nothing_is_written(

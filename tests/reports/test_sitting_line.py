@@ -1,10 +1,12 @@
-"""The sitting's result line, built from synthetic files in the layouts the trainer, `seal eval` and the
-driver write: val before and after from the first and last validation dumps, test from the launch's test
-report, the mixed share from the step metrics, the sitting's seconds as the sum of its phases."""
+"""The sitting's result line, built from synthetic files in the layouts the trainer and the driver write:
+the SFT start's val is the arm's first validation dump and its mixed share the first step's, val before and
+after from the first and last dumps, test from the launch's test report, the mixed share from the step
+metrics, the sitting's seconds as the sum of its phases."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from seal.reports import sitting
 from seal.results.campaign import Sitting, read_lines
 
 VAL_PASSES = {0: 1, 16: 3}  # step -> tasks passed per category: every 25th task, from task 0 on
+DRIVER = Path(__file__).resolve().parents[2] / "gpu" / "gpu_qwen_compare.sh"
 
 
 def write_dump(folder: Path, step: int, split: str, per_category: int) -> None:
@@ -25,8 +28,15 @@ def write_dump(folder: Path, step: int, split: str, per_category: int) -> None:
     (folder / f"{step}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
-def summary(key: str, values: dict[str, float]) -> dict:
-    return {key: sum(values.values()) / len(values), "by_category": {c: {key: v} for c, v in values.items()}}
+def write_metrics(run: Path, mixed_by_step: dict[int, float | None]) -> None:
+    """verl's file-logger lines: one per step (its mixed share where not None), then the test pass's own."""
+    lines = []
+    for step, mixed in mixed_by_step.items():
+        data = {"timing_s/step": 30.0} | ({} if mixed is None else {sitting.MIXED_SHARE: mixed})
+        lines.append({"step": step, "data": data})
+    lines.append({"step": max(mixed_by_step), "data": {"test/seal/pass_rate_mean": 0.2}})
+    (run / "metrics").mkdir(exist_ok=True)
+    (run / "metrics" / "launch.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
 @pytest.fixture
@@ -37,51 +47,77 @@ def run(tmp_path) -> Path:
     write_dump(run / "test" / "global_step_16", 16, "test", 15)
     report = {"selection": {"best_step": 16, "last_step": 16, "val_mean": {"16": 0.12}}, "test": {}}
     (run / "test_report.json").write_text(json.dumps(report))
-    (run / "metrics").mkdir()
-    lines = [{"step": s, "data": {"timing_s/step": 30.0, sitting.MIXED_SHARE: s / 20}} for s in range(1, 17)]
-    lines.append({"step": 16, "data": {"test/seal/pass_rate_mean": 0.2}})  # the test pass's own line
-    (run / "metrics" / "launch.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    write_metrics(run, {s: s / 20 for s in range(1, 17)})
     return run
 
 
-def test_the_line_holds_every_key_the_issue_names_with_its_categories(run, tmp_path):
-    sft_val = summary("pass_rate", dict(zip(CATEGORIES, (0.2, 0.16, 0.2, 0.12), strict=True)))
-    sft_mixed = summary("mixed_share", dict(zip(CATEGORIES, (0.75, 0.7, 0.6, 0.5), strict=True)))
-    phases = {"sft": 342, "sft_score": 254, "arm_startup": 330, "arm_steps": 500, "test": 150}
-    identity = {"arm": "seal", "seed": 1, "card": "NVIDIA H200", "gpus": 4, "date": "d", "commit": "c"}
-    line = sitting.sitting_line(identity, sft_val, sft_mixed, run, phases)
+@pytest.fixture
+def argv(run, tmp_path) -> list[str]:
+    """The command's arguments for `run`, with a phases folder that holds a score phase's file left by an
+    older driver beside the SFT's."""
+    (tmp_path / "phases").mkdir()
+    (tmp_path / "phases" / "sft").write_text("342\n")
+    (tmp_path / "phases" / "sft_score").write_text("254\n")
+    identity = ["--arm", "seal", "--seed", "1", "--card", "H200", "--gpus", "2", "--commit", "c"]
+    return [*identity, "--run", str(run), "--phases", str(tmp_path / "phases")]
 
-    assert line["sft_val"] == pytest.approx(0.17) and line["sft_mixed"] == pytest.approx(0.6375)
-    assert line["sft_mixed_by_category"]["multi_turn_base"] == 0.75
-    assert line["val_before"] == pytest.approx(1 / 25) and line["val_after"] == pytest.approx(3 / 25)
+
+def test_the_start_is_the_arm_before_it_trained_val_first_dump_mixed_first_step(run):
+    phases = {"sft": 342, "arm_startup": 330, "arm_steps": 500, "test": 150}
+    identity = {"arm": "seal", "seed": 1, "card": "NVIDIA H200", "gpus": 4, "date": "d", "commit": "c"}
+    line = sitting.sitting_line(identity, run, phases)
+
+    assert line["sft_val"] == line["val_before"] == pytest.approx(1 / 25)
+    assert line["sft_val_by_category"] == line["val_before_by_category"] == {c: 1 / 25 for c in CATEGORIES}
+    mean = sum(s / 20 for s in range(1, 17)) / 16
+    assert line["sft_mixed"] == pytest.approx(1 / 20) and line["mixed_share_mean"] == pytest.approx(mean)
+    assert line["sft_mixed_by_category"] is None
+    assert line["val_after"] == pytest.approx(3 / 25)
     assert line["val_after_by_category"] == {c: pytest.approx(3 / 25) for c in CATEGORIES}
     assert line["test_after"] == pytest.approx(15 / 75)
     assert line["steps"] == 16
-    assert line["mixed_share_mean"] == pytest.approx(sum(s / 20 for s in range(1, 17)) / 16)
     assert line["sitting_s"] == sum(phases.values()) and line["phases"] == phases
     wanted = "arm seed card gpus sft_val sft_mixed val_before val_after test_after steps mixed_share_mean"
     assert set(wanted.split()) | {"sitting_s", "date", "commit", "phases"} <= set(line)
 
 
-def test_the_command_prints_one_line_and_refuses_a_run_without_its_test_pass(run, tmp_path, capsys):
-    for name, key in (("sft_val", "pass_rate"), ("sft_mixed", "mixed_share")):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "summary.json").write_text(
-            json.dumps(summary(key, dict.fromkeys(CATEGORIES, 0.5)))
-        )
-    (tmp_path / "phases").mkdir()
-    (tmp_path / "phases" / "sft").write_text("342\n")
-    argv = ["--arm", "seal", "--seed", "1", "--card", "H200", "--gpus", "2", "--commit", "c"]
-    argv += ["--sft-val", str(tmp_path / "sft_val"), "--sft-mixed", str(tmp_path / "sft_mixed")]
-    argv += ["--run", str(run), "--phases", str(tmp_path / "phases")]
+def test_the_command_prints_one_line_the_page_reads_and_no_score_phase(argv, tmp_path, capsys):
     assert sitting.main(argv) == 0
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == 1 and json.loads(out[0])["sitting_s"] == 342
+    assert (
+        len(out) == 1 and json.loads(out[0])["sitting_s"] == 342
+    )  # the old score phase's file is not summed
     (tmp_path / "runs.jsonl").write_text(out[0] + "\n")  # the page generator reads the line as printed
     (record,) = read_lines(tmp_path / "runs.jsonl", Sitting)
-    assert record.files.startswith("seal_s1_")
+    assert record.files.startswith("seal_s1_") and record.sft_mixed_by_category is None
+    assert record.sft_val == record.val_before
 
-    (run / "test_report.json").unlink()
+
+def test_the_driver_calls_the_command_with_exactly_its_flags(tmp_path, capsys):
+    """The flags of the driver's call (gpu_qwen_compare.sh) are the command's: none unknown, none missing
+    (the command then fails on the missing run folder, not on its arguments)."""
+    call = DRIVER.read_text().split("-m seal.reports.sitting", 1)[1].split('> "$dir/line.json.partial"')[0]
+    flags = re.findall(r'(--[a-z-]+) "', call)  # each flag's value is quoted
+    assert "--run" in flags and "--sft-val" not in flags
+    argv = [part for flag in flags for part in (flag, "1")]
+    argv[argv.index("--run") + 1] = str(tmp_path / "no_run")
     assert sitting.main(argv) == 1
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("sitting: ") and "seal.test_after" in err and len(err.splitlines()) == 1
+    assert "no_run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("spoil", "named"),
+    [
+        (lambda run: (run / "test_report.json").unlink(), "seal.test_after"),
+        (lambda run: write_metrics(run, {1: None, 2: 0.5}), "at step 1"),
+        (lambda run: write_metrics(run, {2: 0.5, 3: 0.5}), "at step 1"),
+        (lambda run: (run / "validation" / "0.jsonl").rename(run / "validation" / "8.jsonl"), "step 8"),
+    ],
+    ids=["no test pass", "no mixed share at step 1", "no step 1", "no val before training"],
+)
+def test_a_run_that_cannot_give_the_line_is_refused_in_one_line(argv, run, spoil, named, capsys):
+    spoil(run)
+    assert sitting.main(argv) == 1
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert captured.out == "" and err.startswith("sitting: ") and named in err and len(err.splitlines()) == 1
