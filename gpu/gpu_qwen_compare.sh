@@ -136,8 +136,10 @@ score_checkpoint() {  # score_checkpoint EXP FOLDER GPU TRAINED_ON MIXED [OVERRI
   [ $status = 0 ] || return 1
   "$py" - "$dest" "$exp" "$step" "$trained_on" "$(nvidia-smi --query-gpu=name --format=csv,noheader -i "$gpu")" \
     "$(cat "$state/$exp.train_s" 2>/dev/null || echo 0)" $((SECONDS - began)) "$*" >> "$state/starts.jsonl" <<'PY'
-import json, pathlib, sys
+import json, pathlib, sys, yaml
 dest, exp, step, gpus, card, train_s, score_s, overrides = sys.argv[1:]
+if int(step) != yaml.safe_load(open("exp/sft_qwen.yaml"))["trainer"]["total_training_steps"]:
+    overrides = f"trainer.total_training_steps={step} {overrides}".strip()  # the constant lr: step N is that run
 val = json.load(open(f"{dest}_val/summary.json"))
 mixed_file = pathlib.Path(f"{dest}_mixed/summary.json")
 mixed = json.loads(mixed_file.read_text()) if mixed_file.is_file() else None

@@ -79,11 +79,13 @@ class SftStart:
     """One line of `sft_starts.jsonl`: an SFT start trained and measured.
 
     `recipe` is the config and its overrides (`exp/sft_qwen.yaml`, or `exp/sft_qwen.yaml KEY=VALUE`),
-    `experiment` the run's name, `card` and `gpus` where it trained, `steps` its length. `val` is the greedy
-    pass rate on the 100 val tasks, `test` on the 300 test tasks (absent where not measured); `mixed` the
-    share of the arms' train tasks whose 8 samples at T=1 are mixed (some pass, some fail), `pass_at_1` the
-    mean over those samples and `pass_at_8` the share of tasks with a passing sample. `train_s` and
-    `score_s` are seconds (`score_s` null where not timed), `date` ISO, `commit` the project's commit.
+    `experiment` the run's name, `card` and `gpus` where it trained, `steps` its length. A checkpoint saved
+    at step N of a longer run is the start of `trainer.total_training_steps=N` (the learning rate is
+    constant), and its recipe says so. `val` is the greedy pass rate on the 100 val tasks, `test` on the 300
+    test tasks; `mixed` the share of the arms' train tasks whose 8 samples at T=1 are mixed (some pass, some
+    fail), `pass_at_1` the mean over those samples and `pass_at_8` the share of tasks with a passing sample
+    (each of these absent where not measured). `train_s` (the whole run that saved it) and `score_s` are
+    seconds (`score_s` null where not timed), `date` ISO, `commit` the project's commit.
     """
 
     recipe: Text
@@ -93,14 +95,14 @@ class SftStart:
     steps: Count
     val: Rate
     val_by_category: ByCategory
-    mixed: Rate
-    mixed_by_category: ByCategory
-    pass_at_1: Rate
-    pass_at_8: Rate
     train_s: Seconds
     score_s: Seconds | None
     date: Text
     commit: Text
+    mixed: Rate | None = None
+    mixed_by_category: ByCategory | None = None
+    pass_at_1: Rate | None = None
+    pass_at_8: Rate | None = None
     test: Rate | None = None
     test_by_category: ByCategory | None = None
 

@@ -147,6 +147,23 @@ def test_table1_gives_each_arm_its_mean_and_std_over_seeds_per_category_on_val_a
     assert rows["base", "val"]["Avg"] == "0.0"
 
 
+def test_a_start_scored_on_val_alone_counts_in_table1_and_shows_dashes_for_what_was_not_sampled(tmp_path):
+    results = write_results(tmp_path, campaign_lines())
+    val = dict.fromkeys(CATEGORIES, 0.5)
+    checkpoint = {"recipe": "exp/sft.yaml", "experiment": "sft_curve", "card": "H200", "gpus": 2, "steps": 60}
+    checkpoint |= {"val": 0.5, "val_by_category": val, "train_s": 534, "score_s": 136}
+    with (results / "sft_starts.jsonl").open("a") as file:
+        file.write(json.dumps(checkpoint | {"date": "2026-11-28", "commit": "55e0737"}) + "\n")
+    campaign = read_campaign(results)
+    row = results_page.start_rows(campaign)[-1]
+    shown = (row["val"], row["mixed"], row["pass@1"], row["pass@8"], row["test"])
+    assert shown == ("50.0", "—", "—", "—", "—")
+    shipped_vals = [s.val for s in campaign.starts if s.shipped]
+    assert len(shipped_vals) == 3 and shipped_vals[-1] == 0.5
+    rows = {(r["model"], r["split"]): r for r in results_page.table1_rows(campaign)}
+    assert rows["SFT start", "val"]["Avg"] == pm(shipped_vals)
+
+
 def test_the_paired_differences_are_seal_minus_vanilla_seed_by_seed(tmp_path):
     lines = campaign_lines()
     campaign = read_campaign(write_results(tmp_path, lines))
