@@ -16,9 +16,12 @@
 # SFT start of exp/sft_qwen.yaml (experiment sft_qwen_NAME; SFT_STEPS steps when set, a checkpoint every
 # SFT_SAVE steps when set, else the last alone) trained on those GPUs, all specs at once; then each saved
 # checkpoint, served on one of its start's GPUs, gets its greedy val, the last one also 8 samples at temperature 1
-# of the 64 train tasks the arms of seed 1 draw, and one line in experiments/qwen/starts.jsonl (val, mixed share,
-# pass@1, pass@8, per category, the card, the phases' seconds). A length curve on two GPUs:
+# of the 64 train tasks the arms of seed 1 draw (with VAL_SAMPLES=N also N samples at T=1 of the val tasks: a
+# pass@1 over 100 x N episodes, steadier than 100 greedy ones), and one line in experiments/qwen/starts.jsonl
+# (val, mixed share, pass@1, pass@8, per category, the card, the phases' seconds). A length curve on two GPUs:
 #   SFT_STEPS=120 SFT_SAVE=30 bash gpu/gpu_qwen_compare.sh starts MODEL_DIR g2@0,1
+#   bash gpu/gpu_qwen_compare.sh evaluate MODEL_DIR NAME SPLIT GPU  # greedy `seal eval` of one model folder
+#                                                 # (e.g. a saved checkpoint) into experiments/qwen/eval_NAME_SPLIT
 #   bash gpu/gpu_qwen_compare.sh sitting MODEL_DIR ARM SEED   # one arm x one seed on this node, in one job
 # `sitting` (docs/guides/gpu.md, "One arm, one seed, one job"), on all the node's GPUs (2 or 4; NGPUS, default
 # nvidia-smi's count), each phase skipped when done and its seconds printed and kept in
@@ -126,11 +129,18 @@ score_checkpoint() {  # score_checkpoint EXP FOLDER GPU TRAINED_ON MIXED [OVERRI
   serve "$folder" "$exp" "$gpu" "$dest.vllm.log" || return 1
   score "$folder" "$exp" "$gpu" "${dest}_val" --split val --concurrency 50 &
   greedy=$!
+  local sampled=""
+  if [ "$mixed" = 1 ] && [ -n "${VAL_SAMPLES:-}" ]; then
+    score "$folder" "$exp" "$gpu" "${dest}_val_sampled" --split val --samples "$VAL_SAMPLES" --temperature 1 \
+      --seed 0 --concurrency 64 &
+    sampled=$!
+  fi
   if [ "$mixed" = 1 ]; then
     score "$folder" "$exp" "$gpu" "${dest}_mixed" --split train --tasks "$(drawn_tasks "${DRAW_SEED:-1}")" \
       --samples 8 --temperature 1 --seed 0 --concurrency 64 || status=1
   fi
   wait $greedy || status=1
+  [ -z "$sampled" ] || wait "$sampled" || status=1
   kill $server 2>/dev/null; wait $server 2>/dev/null
   log "$exp step $step: scored on GPU $gpu, exit $status after $((SECONDS - began)) s"
   [ $status = 0 ] || return 1
@@ -141,8 +151,10 @@ dest, exp, step, gpus, card, train_s, score_s, overrides = sys.argv[1:]
 if int(step) != yaml.safe_load(open("exp/sft_qwen.yaml"))["trainer"]["total_training_steps"]:
     overrides = f"trainer.total_training_steps={step} {overrides}".strip()  # the constant lr: step N is that run
 val = json.load(open(f"{dest}_val/summary.json"))
-mixed_file = pathlib.Path(f"{dest}_mixed/summary.json")
-mixed = json.loads(mixed_file.read_text()) if mixed_file.is_file() else None
+def summary(name):
+    path = pathlib.Path(f"{dest}_{name}/summary.json")
+    return json.loads(path.read_text()) if path.is_file() else None
+mixed, sampled = summary("mixed"), summary("val_sampled")
 line = {
     "recipe": "exp/sft_qwen.yaml" + (f" {overrides}" if overrides else ""), "experiment": exp, "card": card,
     "gpus": int(gpus),
@@ -156,6 +168,9 @@ if mixed is not None:
         "mixed_by_category": {c: v["mixed_share"] for c, v in mixed["by_category"].items()},
         "pass_at_1": mixed["pass_at_1"], "pass_at_8": mixed["pass_at_n"],
     }
+if sampled is not None:
+    line |= {"val_samples": sampled["samples"], "val_pass_at_1": sampled["pass_at_1"],
+             "val_pass_at_n": sampled["pass_at_n"]}
 print(json.dumps(line))
 PY
 }
@@ -323,6 +338,13 @@ pack_sitting() {  # pack_sitting ARM SEED RUN DIR: the sitting's small files as 
   echo "packed $state/sitting_$1_s$2.tar.gz (untar it in the project root; the line is also in $state/runs.jsonl)"
 }
 
+need_stack() {  # stops in one line where vLLM or verl cannot be imported (a shell that has not sourced the install)
+  "$py" -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec("vllm") and u.find_spec("verl")))' \
+    2>/dev/null && return 0
+  echo "gpu_qwen_compare.sh: vLLM and verl are not importable by $py: source gpu/gpu_node_install.sh KIT in this shell first" >&2
+  exit 2
+}
+
 driver_alive() { [ -f "$state/driver.pid" ] && kill -0 "$(cat "$state/driver.pid")" 2>/dev/null; }
 
 status() {
@@ -362,23 +384,33 @@ case "$mode" in
     [ $# -ge 1 ] || { echo "gpu_qwen_compare.sh: start MODEL_DIR [SEED ...]" >&2; exit 2; }
     [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json (build it first)" >&2; exit 2; }
     if driver_alive; then echo "already running (pid $(cat "$state/driver.pid")): see status"; exit 0; fi
+    need_stack
     mkdir -p "$state"
     setsid nohup bash "${BASH_SOURCE[0]}" run "$@" > "$state/driver.log" 2>&1 < /dev/null &
     echo "started in the background: bash gpu/gpu_qwen_compare.sh status (log $state/driver.log)" ;;
   run)
     [ $# -ge 1 ] || { echo "gpu_qwen_compare.sh: run MODEL_DIR [SEED ...]" >&2; exit 2; }
+    need_stack
     drive "$@" ;;
   starts)
     [ $# -ge 2 ] || { echo "gpu_qwen_compare.sh: starts MODEL_DIR NAME@GPUS[+OVERRIDE...]..." >&2; exit 2; }
     [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json (build it first)" >&2; exit 2; }
+    need_stack
     model=$1
     shift
     drive_starts "$@" ;;
+  evaluate)
+    [ $# -eq 4 ] || { echo "gpu_qwen_compare.sh: evaluate MODEL_DIR NAME SPLIT GPU" >&2; exit 2; }
+    [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json" >&2; exit 2; }
+    need_stack
+    mkdir -p "$state"
+    evaluate "$@" ;;
   sitting)
     [ $# -eq 3 ] || { echo "gpu_qwen_compare.sh: sitting MODEL_DIR ARM SEED" >&2; exit 2; }
     [ -f "exp/learn_qwen_$2.yaml" ] || { echo "gpu_qwen_compare.sh: no arm '$2' (exp/learn_qwen_$2.yaml)" >&2; exit 2; }
     [[ "$3" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: SEED is a whole number, got '$3'" >&2; exit 2; }
     [ -n "${KIT:-}" ] || [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json" >&2; exit 2; }
+    [ -n "${KIT:-}" ] || need_stack
     model=$1
     mkdir -p "$state"
     sitting "$@" 2>&1 | tee -a "$state/driver.log" ;;
@@ -392,7 +424,7 @@ case "$mode" in
       launcher_record/learn_qwen_*)
     present=()
     for name in "${names[@]}"; do [ -e "$name" ] && present+=("$name"); done
-    tar -czf "$1" --exclude='*/checkpoints' --exclude='*.parquet' --exclude='*/hydra' "${present[@]}" \
+    tar -czf "$1" --exclude='*/checkpoints' --exclude='*/start_model' --exclude='*.parquet' --exclude='*/hydra' "${present[@]}" \
       && echo "packed $(du -h "$1" | cut -f1) into $1 (untar it in the project root)" ;;
   stop)
     if driver_alive; then
@@ -400,5 +432,5 @@ case "$mode" in
       kill -- -"$pid" 2>/dev/null || kill "$pid"
       echo "stopped the driver (pid $pid) and what it started"
     else echo "no driver running"; fi ;;
-  *) echo "gpu_qwen_compare.sh: no mode '$mode' (build start run starts sitting status wait pack stop; --help)" >&2; exit 2 ;;
+  *) echo "gpu_qwen_compare.sh: no mode '$mode' (build start run starts evaluate sitting status wait pack stop; --help)" >&2; exit 2 ;;
 esac

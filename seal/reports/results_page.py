@@ -289,6 +289,7 @@ def start_rows(campaign: Campaign) -> list[dict[str, str]]:
             "steps": str(s.steps),
             "val": f"{100 * s.val:.1f}",
             "test": "—" if s.test is None else f"{100 * s.test:.1f}",
+            "val pass@1 (T=1)": "—" if s.val_pass_at_1 is None else f"{100 * s.val_pass_at_1:.1f}",
             "mixed": "—" if s.mixed is None else f"{s.mixed:.2f}",
             "pass@1": "—" if s.pass_at_1 is None else f"{100 * s.pass_at_1:.1f}",
             "pass@8": "—" if s.pass_at_8 is None else f"{100 * s.pass_at_8:.1f}",

@@ -84,8 +84,11 @@ class SftStart:
     constant), and its recipe says so. `val` is the greedy pass rate on the 100 val tasks, `test` on the 300
     test tasks; `mixed` the share of the arms' train tasks whose 8 samples at T=1 are mixed (some pass, some
     fail), `pass_at_1` the mean over those samples and `pass_at_8` the share of tasks with a passing sample
-    (each of these absent where not measured). `train_s` (the whole run that saved it) and `score_s` are
-    seconds (`score_s` null where not timed), `date` ISO, `commit` the project's commit.
+    (each of these absent where not measured). `val_pass_at_1` and `val_pass_at_n` are the val tasks'
+    pass@1 and pass@N over `val_samples` samples at T=1 each: 100 x N episodes, a steadier measure than
+    100 greedy ones for telling close starts apart (absent where not measured). `train_s` (the whole run
+    that saved it) and `score_s` are seconds (`score_s` null where not timed), `date` ISO, `commit` the
+    project's commit.
     """
 
     recipe: Text
@@ -105,6 +108,9 @@ class SftStart:
     pass_at_8: Rate | None = None
     test: Rate | None = None
     test_by_category: ByCategory | None = None
+    val_samples: Count | None = None
+    val_pass_at_1: Rate | None = None
+    val_pass_at_n: Rate | None = None
 
     @field_validator("val_by_category", "mixed_by_category", "test_by_category")
     @classmethod

@@ -152,14 +152,17 @@ def test_a_start_scored_on_val_alone_counts_in_table1_and_shows_dashes_for_what_
     val = dict.fromkeys(CATEGORIES, 0.5)
     checkpoint = {"recipe": "exp/sft.yaml", "experiment": "sft_curve", "card": "H200", "gpus": 2, "steps": 60}
     checkpoint |= {"val": 0.5, "val_by_category": val, "train_s": 534, "score_s": 136}
+    checkpoint |= {"date": "2026-11-28", "commit": "55e0737"}
+    sampled = checkpoint | {"val_samples": 8, "val_pass_at_1": 0.375, "val_pass_at_n": 0.75}
     with (results / "sft_starts.jsonl").open("a") as file:
-        file.write(json.dumps(checkpoint | {"date": "2026-11-28", "commit": "55e0737"}) + "\n")
+        file.write(json.dumps(sampled) + "\n" + json.dumps(checkpoint) + "\n")
     campaign = read_campaign(results)
     row = results_page.start_rows(campaign)[-1]
-    shown = (row["val"], row["mixed"], row["pass@1"], row["pass@8"], row["test"])
-    assert shown == ("50.0", "—", "—", "—", "—")
+    shown = (row["val"], row["mixed"], row["pass@1"], row["pass@8"], row["test"], row["val pass@1 (T=1)"])
+    assert shown == ("50.0", "—", "—", "—", "—", "—")
+    assert results_page.start_rows(campaign)[-2]["val pass@1 (T=1)"] == "37.5"
     shipped_vals = [s.val for s in campaign.starts if s.shipped]
-    assert len(shipped_vals) == 3 and shipped_vals[-1] == 0.5
+    assert len(shipped_vals) == 4 and shipped_vals[-2:] == [0.5, 0.5]
     rows = {(r["model"], r["split"]): r for r in results_page.table1_rows(campaign)}
     assert rows["SFT start", "val"]["Avg"] == pm(shipped_vals)
 
