@@ -171,7 +171,7 @@ if mixed is not None:
 if sampled is not None:
     line |= {"val_samples": sampled["samples"], "val_pass_at_1": sampled["pass_at_1"],
              "val_pass_at_n": sampled["pass_at_n"]}
-print(json.dumps(line))
+sys.stdout.write(json.dumps(line) + "\n")  # one write: two GPUs' lines may be appended at once (unbuffered)
 PY
 }
 
