@@ -314,6 +314,7 @@ def test_a_length_curve_on_two_gpus_scores_every_saved_checkpoint(tmp_path):
             "exp/sft_qwen.yaml" if shipped else f"exp/sft_qwen.yaml trainer.total_training_steps={step}"
         )
         assert (line["card"], line["gpus"]) == (CARD, 2)
+        assert line["train_s"] == int((work / "experiments/qwen/sft_qwen_g2.train_s").read_text())
         assert_greedy_val(work, line, exp, step)
         assert ("mixed" in line) == (step == 120) and "val_samples" not in line
     sampled = summary(work, f"{dest}120_mixed")
