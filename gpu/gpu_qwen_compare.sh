@@ -57,6 +57,9 @@ serve() {  # serve MODEL NAME GPU LOG: vLLM on that GPU at port 8100+GPU, as the
     kill -0 $server 2>/dev/null || { log "$2: the vLLM server died ($4)"; return 1; }
     sleep 1
   done
+  log "$2: the vLLM server did not answer in 600 s ($4)"
+  kill $server 2>/dev/null
+  return 1
 }
 
 score() {  # score MODEL NAME GPU DEST [seal eval options]: `seal eval` of the model served on GPU into DEST
@@ -171,7 +174,7 @@ if mixed is not None:
 if sampled is not None:
     line |= {"val_samples": sampled["samples"], "val_pass_at_1": sampled["pass_at_1"],
              "val_pass_at_n": sampled["pass_at_n"]}
-print(json.dumps(line))
+sys.stdout.write(json.dumps(line) + "\n")  # one write: two GPUs' lines may be appended at once (unbuffered)
 PY
 }
 

@@ -1,0 +1,463 @@
+"""`gpu/gpu_qwen_compare.sh` as a command line: SFT starts trained side by side and each saved checkpoint
+served and scored (dealt over its start's GPUs, the last one also sampled) into one `starts.jsonl` line
+each, the evaluation of one model folder, the sitting's phases, and the one-line stop where vLLM or verl
+are not importable. A stand-in `PYTHON` records each call (its arguments and its GPUs) in a copy of the
+script whose project is a temporary folder: the launcher leaves the checkpoints and `trained.json` verl
+would, `-m vllm...api_server` answers `/v1/models` on its port until killed, `seal eval` asks the served
+model and writes a `summary.json` shaped like seal eval's, and the script's own `python -c` / `python -`
+snippets run on the real interpreter. `nvidia-smi` and a shortened `sleep` (the serve loop's 1 s polls)
+stand in on PATH; no GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from seal.bfcl.tasks import CATEGORIES, split_ids
+from seal.results.campaign import SftStart, read_lines
+
+ROOT = Path(__file__).resolve().parents[2]
+CARD = "NVIDIA Stand-in 141GB"
+STAND_IN = f"""#!{sys.executable}
+import json, os, sys, threading, time, urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+args = sys.argv[1:]
+
+
+def together():
+    \"\"\"Waits until BARRIER launches have started (or 10 s): whether they ran at once.\"\"\"
+    folder = Path(os.environ["BARRIER_DIR"])
+    folder.mkdir(exist_ok=True)
+    (folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + 10
+    while len(list(folder.iterdir())) < int(os.environ["BARRIER"]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return len(list(folder.iterdir())) >= int(os.environ["BARRIER"])
+
+
+if args[0] == "-c" and "find_spec" in args[1]:  # need_stack's look-up of vLLM and verl
+    sys.exit(1 if os.environ.get("NO_STACK") else 0)
+if args[0] in ("-c", "-"):  # the script's own snippets: the real interpreter (stdin is passed on)
+    os.execv(sys.executable, [sys.executable, *args])
+call = {{"argv": args, "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid()}}
+descriptor = os.open(os.environ["RECORD"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+os.write(descriptor, (json.dumps(call) + "\\n").encode())
+os.close(descriptor)
+options = dict(zip(args, args[1:]))
+overrides = dict(a.split("=", 1) for a in args[args.index("--") + 1 :]) if "--" in args else {{}}
+
+
+def train_sft():
+    import yaml
+    trainer = yaml.safe_load(open(options["--conf"]))["trainer"]
+    total = int(overrides.get("trainer.total_training_steps", trainer["total_training_steps"]))
+    every = int(overrides.get("trainer.save_freq", trainer["save_freq"]))
+    keep = overrides.get("trainer.max_ckpt_to_keep", trainer["max_ckpt_to_keep"])
+    steps = sorted({{*range(every, total + 1, every), total}})
+    run = Path("experiments", overrides["trainer.experiment_name"])
+    for step in steps[-int(keep) :] if keep not in (None, "null") else steps:
+        folder = run / "checkpoints" / f"global_step_{{step}}" / "huggingface"
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{{}}")
+    at_once = "BARRIER" not in os.environ or together()
+    (run / "trained.json").write_text(json.dumps({{"together": at_once}}))
+
+
+def train_arm():
+    run = Path("experiments", overrides["trainer.experiment_name"])
+    (run / "metrics").mkdir(parents=True)
+    lines = [{{"step": 1, "data": {{"timing_s/step": 2.0}}}}, {{"step": 2, "data": {{"timing_s/test": 3.0}}}}]
+    (run / "metrics" / "launch.jsonl").write_text("".join(json.dumps(line) + "\\n" for line in lines))
+    (run / "test_report.json").write_text("{{}}")
+    (run / "trained.json").write_text("{{}}")
+
+
+def serve():
+    model = {{"id": options["--served-model-name"], "root": options["--model"]}}
+    served = {{"object": "list", "data": [model]}}
+
+    class Models(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(served).encode()
+            self.send_response(200 if self.path == "/v1/models" else 404)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_):
+            pass
+
+    threading.Timer(60, os._exit, [0]).start()  # never outlives a test that failed before killing it
+    ThreadingHTTPServer(("127.0.0.1", int(options["--port"])), Models).serve_forever()
+
+
+def evaluate():
+    with urllib.request.urlopen(options["--base-url"] + "/models", timeout=5) as answer:
+        (model,) = json.load(answer)["data"]
+    assert model["id"] == options["--model"], model
+    step = int(model["root"].split("global_step_")[1].split("/")[0]) if "global_step_" in model["root"] else 7
+    rate = round(step / 1000 + {{"val": 0.0, "train": 0.001, "test": 0.002}}[options["--split"]], 4)
+    categories = {list(CATEGORIES)}
+    if "--samples" in options:
+        row = {{"n": 25, "pass_at_1": rate, "pass_at_n": 2 * rate, "mixed_share": 3 * rate}}
+        summary = {{"split": options["--split"], "samples": int(options["--samples"]), "n": 100, **row,
+                   "pass_rate": rate, "by_category": {{c: {{**row, "pass_at_1": rate + i / 100}}
+                   for i, c in enumerate(categories)}}}}
+    else:
+        rows = {{c: {{"n": 25, "pass_rate": rate + i / 100}} for i, c in enumerate(categories)}}
+        summary = {{"split": options["--split"], "n": 100, "pass_rate": rate, "truncated": 0}}
+        summary["by_category"] = rows
+    Path(options["--out"]).mkdir(parents=True)
+    Path(options["--out"], "summary.json").write_text(json.dumps(summary))
+
+
+if args[0] == "launcher.py" and "sft_qwen" in options["--conf"]:
+    train_sft()
+elif args[0] == "launcher.py":
+    train_arm()
+elif args[:2] == ["-m", "vllm.entrypoints.openai.api_server"]:
+    serve()
+elif args[:3] == ["-m", "seal.cli", "eval"]:
+    evaluate()
+elif args[:2] == ["-m", "seal.reports.sitting"]:
+    print(json.dumps({{"arm": options["--arm"], "sitting_s": 12}}))
+"""
+NVIDIA_SMI = f"""#!/bin/sh
+case "$*" in
+  *--query-gpu=name*) echo "{CARD}" ;;
+  -L) for i in 0 1 2 3; do echo "GPU $i: {CARD} (UUID: GPU-$i)"; done ;;
+esac
+"""
+
+
+def free_base_port(count: int) -> int:
+    """A base port whose `count` ports from it are free now (the copy serves there, not at 8100)."""
+    while True:
+        base = random.randrange(20000, 60000)
+        try:
+            for port in range(base, base + count):
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+
+
+def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A copy of the script in a temporary project, the stand-in's record file and the environment. The
+    copy serves at a free base port instead of 8100 (+GPU), so a port another process holds on the test
+    machine can neither fail the serve nor answer for it."""
+    work = tmp_path / "work"
+    (work / "gpu").mkdir(parents=True)
+    (work / "exp").mkdir()
+    driver = (ROOT / "gpu" / "gpu_qwen_compare.sh").read_text()
+    assert driver.count("8100 + ") == 3  # serve's port, its readiness check and seal eval's base URL
+    (work / "gpu" / "gpu_qwen_compare.sh").write_text(driver.replace("8100 + ", f"{free_base_port(4)} + "))
+    shutil.copy(ROOT / "gpu" / "gpu_mode_cli.sh", work / "gpu")
+    for name in ("sft_qwen.yaml", "learn_qwen_seal.yaml"):
+        shutil.copy(ROOT / "exp" / name, work / "exp")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (
+        ("python", STAND_IN),
+        ("nvidia-smi", NVIDIA_SMI),
+        ("sleep", f"#!/bin/sh\nexec {shutil.which('sleep')} 0.05\n"),
+    ):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    env = {
+        **os.environ,
+        "PYTHON": str(bin_dir / "python"),
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),
+        "RECORD": str(tmp_path / "calls.jsonl"),
+        "BARRIER_DIR": str(tmp_path / "barrier"),
+        "PYTHONUNBUFFERED": "1",  # as gpu/gpu_node_install.sh exports it: each print is its own write
+    }
+    for name in ("SFT_STEPS", "SFT_SAVE", "VAL_SAMPLES", "DRAW_SEED", "KIT", "NGPUS", "CUDA_VISIBLE_DEVICES"):
+        env.pop(name, None)
+    return work, tmp_path / "calls.jsonl", env
+
+
+def script(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    command = ["bash", str(work / "gpu" / "gpu_qwen_compare.sh"), *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+
+def calls(record: Path) -> list[dict]:
+    return [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+
+
+def value(argv: list[str], option: str) -> str:
+    return argv[argv.index(option) + 1]
+
+
+def experiment(argv: list[str]) -> str:
+    return next(a for a in argv if a.startswith("trainer.experiment_name=")).split("=", 1)[1]
+
+
+def launches(record: Path) -> list[dict]:
+    return [c for c in calls(record) if c["argv"][0] == "launcher.py"]
+
+
+def servers(record: Path) -> dict[str, dict]:
+    """Each served model folder's call."""
+    return {
+        value(c["argv"], "--model"): c
+        for c in calls(record)
+        if "vllm.entrypoints.openai.api_server" in c["argv"]
+    }
+
+
+def evals(record: Path) -> dict[str, list[str]]:
+    """Each `seal eval` call by its --out folder."""
+    return {
+        value(c["argv"], "--out"): c["argv"]
+        for c in calls(record)
+        if c["argv"][:3] == ["-m", "seal.cli", "eval"]
+    }
+
+
+def summary(work: Path, dest: str) -> dict:
+    return json.loads((work / dest / "summary.json").read_text())
+
+
+def start_lines(work: Path) -> dict[tuple[str, int], dict]:
+    """starts.jsonl's lines by experiment and step."""
+    lines = [json.loads(line) for line in (work / "experiments/qwen/starts.jsonl").read_text().splitlines()]
+    return {(line["experiment"], line["steps"]): line for line in lines}
+
+
+def checkpoint(exp: str, step: int) -> str:
+    return f"experiments/{exp}/checkpoints/global_step_{step}/huggingface"
+
+
+def assert_greedy_val(work: Path, line: dict, exp: str, step: int) -> None:
+    greedy = summary(work, f"experiments/qwen/eval_{exp}_step{step}_val")
+    assert line["val"] == greedy["pass_rate"]
+    assert line["val_by_category"] == {c: v["pass_rate"] for c, v in greedy["by_category"].items()}
+
+
+def assert_servers_ended(record: Path) -> None:
+    for call in servers(record).values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(call["pid"], 0)
+
+
+def test_a_length_curve_on_two_gpus_scores_every_saved_checkpoint(tmp_path):
+    work, record, env = project(tmp_path)
+    model = str(tmp_path / "model")
+    done = script(work, {**env, "SFT_STEPS": "120", "SFT_SAVE": "30"}, "starts", model, "g2@0,1")
+    assert done.returncode == 0, done.stderr
+    (launch,) = launches(record)
+    assert launch["gpus"] == "0,1" and launch["argv"][:4] == [
+        "launcher.py",
+        "--conf",
+        "exp/sft_qwen.yaml",
+        "--",
+    ]
+    overrides = launch["argv"][4:]
+    assert overrides[:3] == [
+        f"model.path={model}",
+        "trainer.experiment_name=sft_qwen_g2",
+        "trainer.n_gpus_per_node=2",
+    ]
+    assert sorted(overrides[3:]) == sorted(
+        [
+            "trainer.total_training_steps=120",
+            "trainer.save_freq=30",
+            "trainer.max_ckpt_to_keep=null",
+            "checkpoint.save_contents=[hf_model]",
+        ]
+    )
+    served = servers(record)
+    assert {folder: call["gpus"] for folder, call in served.items()} == {
+        checkpoint("sft_qwen_g2", 30): "0",
+        checkpoint("sft_qwen_g2", 60): "1",
+        checkpoint("sft_qwen_g2", 90): "0",
+        checkpoint("sft_qwen_g2", 120): "1",
+    }
+    assert all(value(c["argv"], "--served-model-name") == "sft_qwen_g2" for c in served.values())
+    assert_servers_ended(record)
+    scored = evals(record)
+    dest = "experiments/qwen/eval_sft_qwen_g2_step"
+    assert sorted(scored) == sorted([*(f"{dest}{s}_val" for s in (30, 60, 90, 120)), f"{dest}120_mixed"])
+    for step in (30, 60, 90, 120):
+        greedy = scored[f"{dest}{step}_val"]
+        assert value(greedy, "--split") == "val" and "--samples" not in greedy
+        assert value(greedy, "--tokenizer") == checkpoint("sft_qwen_g2", step)
+    mixed = scored[f"{dest}120_mixed"]
+    assert (value(mixed, "--split"), value(mixed, "--samples"), value(mixed, "--temperature")) == (
+        "train",
+        "8",
+        "1",
+    )
+    drawn = value(mixed, "--tasks").split(",")
+    assert len(set(drawn)) == 64 and set(drawn) <= set(split_ids("train"))
+
+    lines = start_lines(work)
+    assert sorted(lines) == [("sft_qwen_g2", step) for step in (30, 60, 90, 120)]
+    for (exp, step), line in lines.items():
+        shipped = step == 60  # exp/sft_qwen.yaml's own length
+        assert line["recipe"] == (
+            "exp/sft_qwen.yaml" if shipped else f"exp/sft_qwen.yaml trainer.total_training_steps={step}"
+        )
+        assert (line["card"], line["gpus"]) == (CARD, 2)
+        assert line["train_s"] == int((work / "experiments/qwen/sft_qwen_g2.train_s").read_text())
+        assert_greedy_val(work, line, exp, step)
+        assert ("mixed" in line) == (step == 120) and "val_samples" not in line
+    sampled = summary(work, f"{dest}120_mixed")
+    assert (
+        lines["sft_qwen_g2", 120]
+        | {
+            "mixed": sampled["mixed_share"],
+            "mixed_by_category": {c: v["mixed_share"] for c, v in sampled["by_category"].items()},
+            "pass_at_1": sampled["pass_at_1"],
+            "pass_at_8": sampled["pass_at_n"],
+        }
+        == lines["sft_qwen_g2", 120]
+    )
+    results = tmp_path / "sft_starts.jsonl"  # as committed: the date and the commit added by hand
+    dated = [json.dumps(line | {"date": "2026-12-01", "commit": "5f020c0"}) for line in lines.values()]
+    results.write_text("".join(line + "\n" for line in dated))
+    records = read_lines(results, SftStart)
+    assert sorted((r.steps, r.recipe) for r in records) == sorted(
+        (s, lines["sft_qwen_g2", s]["recipe"]) for s in (30, 60, 90, 120)
+    )
+
+
+def test_val_samples_samples_the_last_checkpoint_s_val_tasks(tmp_path):
+    work, record, env = project(tmp_path)
+    settings = {**env, "SFT_STEPS": "60", "SFT_SAVE": "30", "VAL_SAMPLES": "8"}
+    done = script(work, settings, "starts", str(tmp_path / "model"), "g1@0")
+    assert done.returncode == 0, done.stderr
+    dest = "experiments/qwen/eval_sft_qwen_g1_step"
+    scored = evals(record)
+    assert sorted(scored) == sorted(
+        [f"{dest}30_val", f"{dest}60_val", f"{dest}60_mixed", f"{dest}60_val_sampled"]
+    )
+    sampled = scored[f"{dest}60_val_sampled"]
+    assert (value(sampled, "--split"), value(sampled, "--samples"), value(sampled, "--temperature")) == (
+        "val",
+        "8",
+        "1",
+    )
+    lines = start_lines(work)
+    assert "val_samples" not in lines["sft_qwen_g1", 30]
+    last, measured = lines["sft_qwen_g1", 60], summary(work, f"{dest}60_val_sampled")
+    assert (last["val_samples"], last["val_pass_at_1"], last["val_pass_at_n"]) == (
+        8,
+        measured["pass_at_1"],
+        measured["pass_at_n"],
+    )
+    assert last["val_pass_at_1"] != last["pass_at_1"]  # the val tasks' samples, not the train draw's
+
+
+def test_two_specs_train_at_once_each_on_its_gpu_with_its_overrides(tmp_path):
+    work, record, env = project(tmp_path)
+    done = script(
+        work,
+        {**env, "BARRIER": "2"},
+        "starts",
+        str(tmp_path / "model"),
+        "g1@0",
+        "g1b@1+sft.extra_episodes=[]",
+    )
+    assert done.returncode == 0, done.stderr
+    named = {experiment(c["argv"]): c for c in launches(record)}
+    assert sorted(named) == ["sft_qwen_g1", "sft_qwen_g1b"]
+    plain, extra = named["sft_qwen_g1"], named["sft_qwen_g1b"]
+    assert (plain["gpus"], extra["gpus"]) == ("0", "1")
+    assert "sft.extra_episodes=[]" not in plain["argv"] and extra["argv"][-1] == "sft.extra_episodes=[]"
+    for exp in ("sft_qwen_g1", "sft_qwen_g1b"):
+        assert json.loads((work / "experiments" / exp / "trained.json").read_text()) == {"together": True}
+    lines = start_lines(work)
+    assert sorted(lines) == [("sft_qwen_g1", 60), ("sft_qwen_g1b", 60)]
+    assert lines["sft_qwen_g1", 60]["recipe"] == "exp/sft_qwen.yaml"
+    assert lines["sft_qwen_g1b", 60]["recipe"] == "exp/sft_qwen.yaml sft.extra_episodes=[]"
+    assert {folder: call["gpus"] for folder, call in servers(record).items()} == {
+        checkpoint("sft_qwen_g1", 60): "0",
+        checkpoint("sft_qwen_g1b", 60): "1",
+    }
+
+
+def test_evaluate_scores_one_served_folder_and_refuses_bad_calls(tmp_path):
+    work, record, env = project(tmp_path)
+    model = str(tmp_path / "model")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for bad in ([model, "base", "val"], [model, "base", "val", "1", "2"], [str(empty), "base", "val", "1"]):
+        refused = script(work, env, "evaluate", *bad)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and refused.stdout == ""
+    assert not record.exists() and not (work / "experiments").exists()
+    done = script(work, env, "evaluate", model, "base", "val", "1")
+    assert done.returncode == 0, done.stderr
+    assert {folder: call["gpus"] for folder, call in servers(record).items()} == {model: "1"}
+    (scored,) = evals(record).items()
+    assert scored[0] == "experiments/qwen/eval_base_val" and value(scored[1], "--split") == "val"
+    assert summary(work, scored[0])["split"] == "val" and "--samples" not in scored[1]
+    assert_servers_ended(record)
+    record.unlink()
+    again = script(work, env, "evaluate", model, "base", "val", "1")
+    assert again.returncode == 0 and "done already" in again.stdout and not record.exists()
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [["start"], ["run"], ["starts", "g1@0"], ["evaluate", "base", "val", "0"], ["sitting", "seal", "1"]],
+    ids=lambda mode: mode[0],
+)
+def test_without_vllm_and_verl_each_gpu_mode_stops_in_one_line(tmp_path, mode):
+    work, record, env = project(tmp_path)
+    refused = script(work, {**env, "NO_STACK": "1"}, mode[0], str(tmp_path / "model"), *mode[1:])
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "gpu_node_install.sh" in refused.stderr
+    assert not record.exists() and not (work / "experiments").exists()
+
+
+def test_a_sitting_trains_the_start_then_the_arm_with_its_test_and_writes_the_line(tmp_path):
+    work, record, env = project(tmp_path)
+    model = str(tmp_path / "model")
+    done = script(work, {**env, "NGPUS": "2"}, "sitting", model, "seal", "1")  # nvidia-smi -L counts 4
+    assert done.returncode == 0, done.stderr
+    sft, arm = launches(record)
+    assert sft["gpus"] == arm["gpus"] == "0,1"
+    assert value(sft["argv"], "--conf") == "exp/sft_qwen.yaml" and "trainer.n_gpus_per_node=2" in sft["argv"]
+    assert not [a for a in sft["argv"] if a.startswith(("trainer.total_training_steps", "trainer.save_freq"))]
+    assert value(arm["argv"], "--conf") == "exp/learn_qwen_seal.yaml"
+    folder = checkpoint("sft_qwen_sitting", 60)
+    expected = [
+        f"actor_rollout_ref.model.path={folder}",
+        "seed=1",
+        "seal.test_after=true",
+        "trainer.save_freq=-1",
+    ]
+    assert set(expected) <= set(arm["argv"])
+    assert "trainer.n_gpus_per_node=2" in arm["argv"]
+    phases = work / "experiments/qwen/sitting_seal_s1/phases"
+    assert sorted(p.name for p in phases.iterdir()) == ["arm", "arm_startup", "arm_steps", "sft", "test"]
+    assert (phases / "arm_steps").read_text() == "2\n" and (phases / "test").read_text() == "3\n"
+    order = [line.split()[2] for line in done.stdout.splitlines() if line.split()[1:2] == ["phase"]]
+    assert order == ["sft:", "arm:"]
+    (report,) = [c["argv"] for c in calls(record) if c["argv"][:2] == ["-m", "seal.reports.sitting"]]
+    assert "--sft-val" not in report and "--sft-mixed" not in report
+    assert (value(report, "--card"), value(report, "--gpus")) == (CARD, "2")
+    assert value(report, "--run") == "experiments/learn_qwen_seal_s1_sitting"
+    line = (work / "experiments/qwen/sitting_seal_s1/line.json").read_text()
+    assert (work / "experiments/qwen/runs.jsonl").read_text() == line
+    assert (work / "experiments/qwen/sitting_seal_s1.tar.gz").is_file()
+    record.unlink()
+    again = script(work, {**env, "NGPUS": "2"}, "sitting", model, "seal", "1")
+    assert again.returncode == 0 and not launches(record)
+    assert (work / "experiments/qwen/runs.jsonl").read_text() == line
