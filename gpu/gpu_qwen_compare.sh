@@ -10,7 +10,7 @@
 #   bash gpu/gpu_qwen_compare.sh status                       # each stage: done, running, to do
 #   bash gpu/gpu_qwen_compare.sh wait [S]                     # until the driver ends or S s (540) pass
 #   bash gpu/gpu_qwen_compare.sh pack FILE                    # results without checkpoints, one .tar.gz
-#   bash gpu/gpu_qwen_compare.sh stop                         # end the driver and what it started
+#   bash gpu/gpu_qwen_compare.sh stop [ARM SEED]              # end the driver (or that sitting) and what it started
 #   bash gpu/gpu_qwen_compare.sh starts MODEL_DIR SPEC...     # SFT starts side by side, each then scored
 # SPEC of `starts`: NAME@GPUS[+OVERRIDE...], e.g. `g2@0,1 g1@2 g1_noinit@3+sft.init_untrained_tokens=false`: the
 # SFT start of exp/sft_qwen.yaml (experiment sft_qwen_NAME; SFT_STEPS steps when set, a checkpoint every
@@ -25,13 +25,16 @@
 #   bash gpu/gpu_qwen_compare.sh sitting MODEL_DIR ARM SEED   # one arm x one seed on this node, in one job
 # `sitting` (docs/guides/gpu.md, "One arm, one seed, one job"), on all the node's GPUs (2 or 4; NGPUS, default
 # nvidia-smi's count), each phase skipped when done and its seconds printed and kept in
-# experiments/qwen/sitting_ARM_sSEED/phases/: install (only with KIT=FOLDER: gpu/gpu_node_install.sh),
-# sft (exp/sft_qwen.yaml as experiment sft_qwen_sitting, its Hugging Face folder alone saved), arm_startup +
+# experiments/qwen/sitting_ARM_sSEED/phases/: install (only with KIT=FOLDER: gpu/gpu_node_install.sh, sourced
+# again when resumed), sft (exp/sft_qwen.yaml as experiment sft_qwen_ARM_sSEED, the sitting's own start, its
+# Hugging Face folder alone saved), arm_startup +
 # arm_steps + test (one launch of exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs,
 # greedy val before (the start's val in the line) and after, the 300 test tasks after in the same launch,
 # seal.test_after; no checkpoint), then one line appended to experiments/qwen/runs.jsonl
 # (seal/reports/sitting.py) and the small files in experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as
 # results/qwen_coder_1_5b/ARM_sSEED_DATE/. Time budget: docs/guides/gpu.md ("One arm, one seed, one job").
+# A sitting shares no file with another but the append to runs.jsonl, so sittings run at once on the nodes of
+# one shared disk (examples/slurm/qwen_sittings.sbatch); its log and pid: sitting_ARM_sSEED/driver.{log,pid}.
 # SEEDS: none by default (base, SFT and its evaluation only). ARMS (default "seal vanilla"; add full_loop for
 # exp/learn_qwen_full_loop.yaml) are trained two at a time, the first on GPUs 0-1, the second on GPUs 2-3.
 # SFT_STEP picks the SFT checkpoint the arms start from (default: the saved step with the best greedy val,
@@ -280,6 +283,7 @@ timed() {  # timed DIR PHASE COMMAND...: the command unless DIR/PHASE holds its 
 arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPUS RUN: the arm with val before and after and the test pass
   local steps=${STEPS:-16}
   [ -f "experiments/$5/trained.json" ] && return 0
+  rm -rf "experiments/$5"  # a launch a job's limit stopped: no checkpoint to resume, and its metrics would count
   CUDA_VISIBLE_DEVICES=$(seq -s, 0 $(($4 - 1))) "$py" launcher.py --conf "exp/learn_qwen_$1.yaml" --with-bfcl -- \
     actor_rollout_ref.model.path="$3" seed="$2" trainer.experiment_name="$5" trainer.n_gpus_per_node="$4" \
     trainer.total_training_steps="$steps" trainer.total_epochs=$(((steps + 7) / 8)) trainer.test_freq="$steps" \
@@ -302,14 +306,15 @@ PY
 
 sitting() {  # sitting MODEL ARM SEED: one arm x one seed on all of this node's GPUs, each phase timed and skipped
   local model=$1 arm=$2 seed=$3 gpus=${NGPUS:-$(nvidia-smi -L | wc -l)} run="learn_qwen_$2_s$3_sitting"
-  local dir="$state/sitting_$2_s$3" sft="sft_qwen_sitting" folder card
+  local dir="$state/sitting_$2_s$3" sft="sft_qwen_$2_s$3" folder card
   mkdir -p "$dir/phases"
-  echo $$ > "$state/driver.pid"
-  if [ -n "${KIT:-}" ]; then
+  echo $$ > "$dir/driver.pid"
+  if [ -n "${KIT:-}" ]; then  # resumed (maybe on another node): the install again, its environment in this shell
+    [ -f "$dir/phases/install" ] && { source gpu/gpu_node_install.sh "$KIT" || return 1; }
     timed "$dir/phases" install source gpu/gpu_node_install.sh "$KIT" || return 1
     set +e
   fi
-  timed "$dir/phases" sft train_start sitting "$(seq -s, 0 $((gpus - 1)))" || return 1
+  timed "$dir/phases" sft train_start "$2_s$3" "$(seq -s, 0 $((gpus - 1)))" || return 1
   [ -f "experiments/$sft/trained.json" ] || { log "$sft: not trained ($state/$sft.log)"; return 1; }
   folder=$(ls -d "experiments/$sft"/checkpoints/global_step_*/huggingface | sort -V | tail -1)
   timed "$dir/phases" arm arm_launch "$arm" "$seed" "$folder" "$gpus" "$run" || return 1
@@ -329,14 +334,14 @@ sitting() {  # sitting MODEL ARM SEED: one arm x one seed on all of this node's 
 pack_sitting() {  # pack_sitting ARM SEED RUN DIR: the sitting's small files as results/qwen_coder_1_5b/<folder>/
   local name="$1_s$2_$(date -u +%F)" stage
   stage=$(mktemp -d)
-  local to="$stage/results/qwen_coder_1_5b/$name" run="experiments/$3" sft="experiments/sft_qwen_sitting"
+  local to="$stage/results/qwen_coder_1_5b/$name" run="experiments/$3" sft="experiments/sft_qwen_$1_s$2"
   mkdir -p "$to"
   cp "$4/line.json" "$to/result.json"
   cat "$sft"/metrics/*.jsonl > "$to/sft_metrics.jsonl" 2>/dev/null
   mkdir -p "$to/metrics" && cat "$run"/metrics/*.jsonl > "$to/metrics/arm.jsonl"  # the arm's, as runs.jsonl's files
   cp "$run/test_report.json" "$to/"
   [ -f "$run/seal_steps.jsonl" ] && cp "$run/seal_steps.jsonl" "$to/"
-  grep -h "phase \|sitting " "$state/driver.log" > "$to/phases.log" 2>/dev/null
+  grep -h "phase \|sitting " "$4/driver.log" > "$to/phases.log" 2>/dev/null
   tar -czf "$state/sitting_$1_s$2.tar.gz" -C "$stage" results && rm -rf "$stage"
   echo "packed $state/sitting_$1_s$2.tar.gz (untar it in the project root; the line is also in $state/runs.jsonl)"
 }
@@ -348,7 +353,10 @@ need_stack() {  # stops in one line where vLLM or verl cannot be imported (a she
   exit 2
 }
 
-driver_alive() { [ -f "$state/driver.pid" ] && kill -0 "$(cat "$state/driver.pid")" 2>/dev/null; }
+driver_alive() {  # driver_alive [PID_FILE]: whether the process it names (the driver's by default) runs
+  local file=${1:-$state/driver.pid}
+  [ -f "$file" ] && kill -0 "$(cat "$file")" 2>/dev/null
+}
 
 status() {
   [ -f "$state/seeds" ] || { echo "nothing started yet ($state/seeds is missing)"; return 0; }
@@ -415,8 +423,8 @@ case "$mode" in
     [ -n "${KIT:-}" ] || [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json" >&2; exit 2; }
     [ -n "${KIT:-}" ] || need_stack
     model=$1
-    mkdir -p "$state"
-    sitting "$@" 2>&1 | tee -a "$state/driver.log" ;;
+    mkdir -p "$state/sitting_$2_s$3"
+    sitting "$@" 2>&1 | tee -a "$state/sitting_$2_s$3/driver.log" ;;
   status) status ;;
   wait)
     [[ "${1:-540}" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: wait [SECONDS], a whole number" >&2; exit 2; }
@@ -430,10 +438,13 @@ case "$mode" in
     tar -czf "$1" --exclude='*/checkpoints' --exclude='*/start_model' --exclude='*.parquet' --exclude='*/hydra' "${present[@]}" \
       && echo "packed $(du -h "$1" | cut -f1) into $1 (untar it in the project root)" ;;
   stop)
-    if driver_alive; then
-      pid=$(cat "$state/driver.pid")
+    [ $# -eq 0 ] || [ $# -eq 2 ] || { echo "gpu_qwen_compare.sh: stop [ARM SEED]" >&2; exit 2; }
+    file=$state/driver.pid what="the driver"
+    [ $# -eq 2 ] && { file=$state/sitting_$1_s$2/driver.pid; what="sitting $1 seed $2"; }
+    if driver_alive "$file"; then
+      pid=$(cat "$file")
       kill -- -"$pid" 2>/dev/null || kill "$pid"
-      echo "stopped the driver (pid $pid) and what it started"
-    else echo "no driver running"; fi ;;
+      echo "stopped $what (pid $pid) and what it started"
+    else echo "not running: $what"; fi ;;
   *) echo "gpu_qwen_compare.sh: no mode '$mode' (build start run starts evaluate sitting status wait pack stop; --help)" >&2; exit 2 ;;
 esac

@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,8 @@ def train_sft():
         folder.mkdir(parents=True)
         (folder / "config.json").write_text("{{}}")
     at_once = "BARRIER" not in os.environ or together()
+    (run / "metrics").mkdir(exist_ok=True)
+    (run / "metrics" / "sft.jsonl").write_text(json.dumps({{"step": 1, "data": {{"run": run.name}}}}) + "\\n")
     (run / "trained.json").write_text(json.dumps({{"together": at_once}}))
 
 
@@ -162,7 +165,7 @@ def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     assert driver.count("8100 + ") == 3  # serve's port, its readiness check and seal eval's base URL
     (work / "gpu" / "gpu_qwen_compare.sh").write_text(driver.replace("8100 + ", f"{free_base_port(4)} + "))
     shutil.copy(ROOT / "gpu" / "gpu_mode_cli.sh", work / "gpu")
-    for name in ("sft_qwen.yaml", "learn_qwen_seal.yaml"):
+    for name in ("sft_qwen.yaml", "learn_qwen_seal.yaml", "learn_qwen_vanilla.yaml"):
         shutil.copy(ROOT / "exp" / name, work / "exp")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -436,7 +439,8 @@ def test_a_sitting_trains_the_start_then_the_arm_with_its_test_and_writes_the_li
     assert value(sft["argv"], "--conf") == "exp/sft_qwen.yaml" and "trainer.n_gpus_per_node=2" in sft["argv"]
     assert not [a for a in sft["argv"] if a.startswith(("trainer.total_training_steps", "trainer.save_freq"))]
     assert value(arm["argv"], "--conf") == "exp/learn_qwen_seal.yaml"
-    folder = checkpoint("sft_qwen_sitting", 60)
+    assert experiment(sft["argv"]) == "sft_qwen_seal_s1"
+    folder = checkpoint("sft_qwen_seal_s1", 60)
     expected = [
         f"actor_rollout_ref.model.path={folder}",
         "seed=1",
@@ -457,7 +461,90 @@ def test_a_sitting_trains_the_start_then_the_arm_with_its_test_and_writes_the_li
     line = (work / "experiments/qwen/sitting_seal_s1/line.json").read_text()
     assert (work / "experiments/qwen/runs.jsonl").read_text() == line
     assert (work / "experiments/qwen/sitting_seal_s1.tar.gz").is_file()
+    assert "phase arm:" in (work / "experiments/qwen/sitting_seal_s1/driver.log").read_text()
+    assert int((work / "experiments/qwen/sitting_seal_s1/driver.pid").read_text()) > 0
+    assert not (work / "experiments/qwen/driver.log").exists()
+    assert not (work / "experiments/qwen/driver.pid").exists()
     record.unlink()
     again = script(work, {**env, "NGPUS": "2"}, "sitting", model, "seal", "1")
     assert again.returncode == 0 and not launches(record)
     assert (work / "experiments/qwen/runs.jsonl").read_text() == line
+
+
+def archived(work: Path, name: str) -> dict[str, str]:
+    """The small files of a sitting's archive, by their names under its results folder."""
+    with tarfile.open(work / "experiments" / "qwen" / f"sitting_{name}.tar.gz") as archive:
+        return {
+            Path(member.name).name: archive.extractfile(member).read().decode()
+            for member in archive.getmembers()
+            if member.isfile()
+        }
+
+
+def test_two_sittings_at_once_on_one_disk_each_train_their_own_start_and_keep_their_own_log(tmp_path):
+    work, record, env = project(tmp_path)
+    model, settings = str(tmp_path / "model"), {**env, "NGPUS": "2", "BARRIER": "2"}
+    command = ["bash", str(work / "gpu" / "gpu_qwen_compare.sh"), "sitting", model]
+    sittings = {
+        name: subprocess.Popen(
+            [*command, *args], env=settings, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for name, args in (("seal_s1", ["seal", "1"]), ("vanilla_s2", ["vanilla", "2"]))
+    }
+    for process in sittings.values():
+        assert process.wait(timeout=60) == 0, process.stderr.read().decode()
+    named = {experiment(c["argv"]): c for c in launches(record)}
+    assert sorted(named) == [
+        "learn_qwen_seal_s1_sitting",
+        "learn_qwen_vanilla_s2_sitting",
+        "sft_qwen_seal_s1",
+        "sft_qwen_vanilla_s2",
+    ]
+    for name in sittings:  # the two starts trained at the same time, each into its own experiment
+        assert json.loads((work / f"experiments/sft_qwen_{name}/trained.json").read_text()) == {
+            "together": True
+        }
+        start = f"actor_rollout_ref.model.path={checkpoint(f'sft_qwen_{name}', 60)}"
+        assert start in named[f"learn_qwen_{name}_sitting"]["argv"]
+        log = (work / f"experiments/qwen/sitting_{name}/driver.log").read_text()
+        other = next(n for n in sittings if n != name).replace("_s", " seed ")
+        assert "phase arm:" in log and f"sitting {other}" not in log
+        files = archived(work, name)
+        assert json.loads(files["sft_metrics.jsonl"])["data"]["run"] == f"sft_qwen_{name}"
+        assert files["phases.log"].count("phase ") == 2 and other not in files["phases.log"]
+    lines = (work / "experiments/qwen/runs.jsonl").read_text().splitlines()
+    own = {(work / f"experiments/qwen/sitting_{name}/line.json").read_text().strip() for name in sittings}
+    assert set(lines) == own and len(lines) == 2
+    assert not (work / "experiments/qwen/driver.pid").exists()
+
+
+def test_a_resumed_sitting_sources_the_install_again_and_starts_a_stopped_arm_afresh(tmp_path):
+    work, record, env = project(tmp_path)
+    installs = tmp_path / "installs.txt"
+    (work / "gpu" / "gpu_node_install.sh").write_text(f'echo "$1" >> {installs}\n')
+    phases = work / "experiments/qwen/sitting_seal_s1/phases"
+    phases.mkdir(parents=True)
+    (phases / "install").write_text("163\n")  # the first job's install, on another node
+    stale = work / "experiments/learn_qwen_seal_s1_sitting/metrics/stopped.jsonl"
+    stale.parent.mkdir(parents=True)
+    stale.write_text(json.dumps({"step": 1, "data": {"timing_s/step": 900.0}}) + "\n")
+    kit = str(tmp_path / "kit")
+    done = script(work, {**env, "NGPUS": "2", "KIT": kit}, "sitting", str(tmp_path / "model"), "seal", "1")
+    assert done.returncode == 0, done.stderr
+    assert installs.read_text() == f"{kit}\n" and (phases / "install").read_text() == "163\n"
+    assert (phases / "arm_steps").read_text() == "2\n" and not stale.exists()
+    assert len(launches(record)) == 2
+
+
+def test_stop_ends_a_sitting_by_its_own_pid_file_and_refuses_half_a_sitting(tmp_path):
+    work, _, env = project(tmp_path)
+    sitting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    folder = work / "experiments/qwen/sitting_seal_s1"
+    folder.mkdir(parents=True)
+    (folder / "driver.pid").write_text(f"{sitting.pid}\n")
+    assert script(work, env, "stop").stdout == "not running: the driver\n"
+    refused = script(work, env, "stop", "seal")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and sitting.poll() is None
+    done = script(work, env, "stop", "seal", "1")
+    assert done.returncode == 0 and f"stopped sitting seal seed 1 (pid {sitting.pid})" in done.stdout
+    assert sitting.wait(timeout=10) != 0
