@@ -1,6 +1,7 @@
 """examples/slurm/: each sbatch script rendered under fake SLURM variables (every command printed, none run),
-and the launch it prints for two nodes checked by the launcher's own dry run. Two real nodes have not run
-these scripts (docs/guides/slurm.md says so)."""
+the launch it prints for two nodes checked by the launcher's own dry run, and the sittings' array: task i's
+arm and seed, its refusals and limits. Two real nodes have not run these scripts (docs/guides/slurm.md says
+so)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.trainer.launch.test_launcher import plan_values
 ROOT = Path(__file__).resolve().parents[2]
 SLURM = ROOT / "examples" / "slurm"
 SCRIPTS = {1: SLURM / "seal_1node.sbatch", 2: SLURM / "seal_2nodes.sbatch"}
+SITTINGS = SLURM / "qwen_sittings.sbatch"
 MODEL = "Qwen/Qwen2.5-7B-Instruct"  # a Hub id: the dry run checks a folder exists
 
 
@@ -50,8 +52,8 @@ def render(nodes: int, tmp_path: Path, *overrides: str) -> list[list[str]]:
     return [shlex.split(line[2:]) for line in lines]
 
 
-def headers(nodes: int) -> dict[str, str]:
-    found = re.findall(r"^#SBATCH --([\w-]+)(?:=(\S+))?", SCRIPTS[nodes].read_text(), re.MULTILINE)
+def headers(script: Path) -> dict[str, str]:
+    found = re.findall(r"^#SBATCH --([\w-]+)(?:=(\S+))?", script.read_text(), re.MULTILINE)
     return dict(found)
 
 
@@ -68,7 +70,7 @@ def test_a_script_starts_a_ray_head_then_a_worker_per_other_node_then_the_launch
     assert f"trainer.nnodes={nodes}" in overrides and "seal.rollout.env_backend=ray" in overrides
     assert f"actor_rollout_ref.model.path={MODEL}" in overrides and overrides[-1] == "trainer.save_freq=5"
     assert "trainer.default_local_dir=/nfs/seal/checkpoints" in overrides
-    sbatch = headers(nodes)
+    sbatch = headers(SCRIPTS[nodes])
     assert sbatch["nodes"] == str(nodes) and "requeue" in sbatch and sbatch["signal"].startswith("B:USR1@")
     assert sbatch["time"]
 
@@ -99,10 +101,83 @@ def test_the_two_node_launch_it_prints_plans_eight_gpus_on_two_nodes(tmp_path, m
     )
 
 
-@pytest.mark.parametrize("nodes", [1, 2])
-def test_a_script_answers_help_without_slurm(nodes):
+@pytest.mark.parametrize("script", sorted(SLURM.glob("*.sbatch")), ids=lambda path: path.name)
+def test_a_script_answers_help_without_slurm(script):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     done = subprocess.run(
-        ["bash", str(SCRIPTS[nodes]), "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        ["bash", str(script), "--help"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
-    assert done.returncode == 0 and f"#SBATCH --nodes={nodes}" in done.stdout and "MODEL" in done.stdout
+    assert done.returncode == 0 and f"#SBATCH --nodes={headers(script)['nodes']}" in done.stdout
+    assert "MODEL" in done.stdout and script.name in done.stdout
+
+
+def sitting(tmp_path: Path, task: str, **settings: str) -> subprocess.CompletedProcess[str]:
+    """The array's script rendered as task `task` of a job submitted from the repository root."""
+    model = tmp_path / "model"
+    model.mkdir(exist_ok=True)
+    (model / "config.json").write_text("{}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k not in ("ARMS", "KIT")}
+    env |= {"SLURM_JOB_ID": "4242", "SLURM_ARRAY_TASK_ID": task, "SLURM_SUBMIT_DIR": str(ROOT)}
+    env |= {"SEAL_SLURM_RENDER": "1", "MODEL": str(model), **settings}
+    return subprocess.run(
+        ["bash", str(SITTINGS)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    ("arms", "campaign"),
+    [
+        ({}, [("vanilla", 1), ("vanilla", 2), ("vanilla", 3), ("seal", 1), ("seal", 2), ("seal", 3)]),
+        ({"ARMS": "full_loop"}, [("full_loop", 1), ("full_loop", 2), ("full_loop", 3)]),
+    ],
+    ids=["default", "full_loop"],
+)
+def test_array_task_i_runs_the_sitting_of_its_arm_and_seed_from_the_submit_folder(tmp_path, arms, campaign):
+    for task, (arm, seed) in enumerate(campaign):
+        done = sitting(tmp_path, str(task), **arms)
+        assert done.returncode == 0, done.stderr
+        (line,) = done.stdout.splitlines()
+        assert line.startswith("+ ") and done.stderr == ""
+        command = shlex.split(line[2:])
+        assert command == [
+            "bash",
+            "gpu/gpu_qwen_compare.sh",
+            "sitting",
+            str(tmp_path / "model"),
+            arm,
+            str(seed),
+        ]
+        assert (ROOT / command[1]).is_file() and (ROOT / "exp" / f"learn_qwen_{arm}.yaml").is_file()
+
+
+@pytest.mark.parametrize(
+    ("task", "settings", "named"),
+    [
+        ("6", {}, "tasks 0-5"),
+        ("3", {"ARMS": "seal"}, "tasks 0-2"),
+        ("-1", {}, "tasks 0-5"),
+        ("x", {}, "tasks 0-5"),
+        ("", {}, "SLURM_ARRAY_TASK_ID"),
+        ("0", {"MODEL": ""}, "MODEL"),
+        ("0", {"MODEL": "/nonexistent/model"}, "not a model folder"),
+        ("0", {"KIT": "/nonexistent/kit"}, "KIT"),
+        ("0", {"ARMS": " "}, "ARMS"),
+    ],
+)
+def test_a_bad_task_or_setting_is_refused_in_one_line(tmp_path, task, settings, named):
+    done = sitting(tmp_path, task, **settings)
+    assert done.returncode == 2 and done.stdout == "" and named in done.stderr
+    assert done.stderr.startswith("qwen_sittings.sbatch: ") and done.stderr.count("\n") == 1
+
+
+def test_with_a_kit_the_model_folder_is_the_one_the_install_builds(tmp_path):
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    done = sitting(tmp_path, "0", MODEL="/root/models/qwen2.5-coder-1.5b", KIT=str(kit))
+    assert done.returncode == 0 and "/root/models/qwen2.5-coder-1.5b vanilla 1" in done.stdout
+
+
+def test_the_array_asks_for_one_whole_node_for_thirty_minutes():
+    sbatch = headers(SITTINGS)
+    assert (sbatch["nodes"], sbatch["time"], sbatch["gpus-per-node"]) == ("1", "00:30:00", "4")
+    assert "exclusive" in sbatch and "array" not in sbatch  # the array is named at submission
