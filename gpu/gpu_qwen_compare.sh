@@ -283,7 +283,8 @@ timed() {  # timed DIR PHASE COMMAND...: the command unless DIR/PHASE holds its 
 arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPUS RUN: the arm with val before and after and the test pass
   local steps=${STEPS:-16}
   [ -f "experiments/$5/trained.json" ] && return 0
-  rm -rf "experiments/$5"  # a launch a job's limit stopped: no checkpoint to resume, and its metrics would count
+  # a launch a job's limit stopped has no checkpoint to resume: it is set aside, so its metrics do not count
+  [ -d "experiments/$5" ] && mv "experiments/$5" "experiments/$5.stopped_$(date -u +%Y%m%dT%H%M%SZ)"
   CUDA_VISIBLE_DEVICES=$(seq -s, 0 $(($4 - 1))) "$py" launcher.py --conf "exp/learn_qwen_$1.yaml" --with-bfcl -- \
     actor_rollout_ref.model.path="$3" seed="$2" trainer.experiment_name="$5" trainer.n_gpus_per_node="$4" \
     trainer.total_training_steps="$steps" trainer.total_epochs=$(((steps + 7) / 8)) trainer.test_freq="$steps" \

@@ -518,7 +518,7 @@ def test_two_sittings_at_once_on_one_disk_each_train_their_own_start_and_keep_th
     assert not (work / "experiments/qwen/driver.pid").exists()
 
 
-def test_a_resumed_sitting_sources_the_install_again_and_starts_a_stopped_arm_afresh(tmp_path):
+def test_a_resumed_sitting_sources_the_install_again_and_sets_a_stopped_arm_aside(tmp_path):
     work, record, env = project(tmp_path)
     installs = tmp_path / "installs.txt"
     (work / "gpu" / "gpu_node_install.sh").write_text(f'echo "$1" >> {installs}\n')
@@ -533,6 +533,8 @@ def test_a_resumed_sitting_sources_the_install_again_and_starts_a_stopped_arm_af
     assert done.returncode == 0, done.stderr
     assert installs.read_text() == f"{kit}\n" and (phases / "install").read_text() == "163\n"
     assert (phases / "arm_steps").read_text() == "2\n" and not stale.exists()
+    (kept,) = (work / "experiments").glob("learn_qwen_seal_s1_sitting.stopped_*")
+    assert (kept / "metrics" / "stopped.jsonl").is_file()  # set aside, not deleted
     assert len(launches(record)) == 2
 
 
