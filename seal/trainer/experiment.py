@@ -13,6 +13,7 @@ so Ray workers and later test-split evaluations agree on them whatever their wor
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -133,14 +134,18 @@ def validate_experiment(config: DictConfig, check_data: bool = True) -> SealSett
 
 
 def ensure_data(config: DictConfig) -> list[Path]:
-    """Build the project's parquet files that `config` names and that are missing; return those written."""
+    """Build the project's parquet files that `config` names and that are missing; return those written.
+    Each is written beside its place and renamed into it, so launches that start at once on one shared disk
+    never read a half-written file."""
     named = {str(path) for key in ("train_files", "val_files") for path in _as_list(config.data[key])}
     written = []
     for split in SPLITS:
         path = DATA_DIR / f"bfcl_{split}.parquet"
         if str(path) in named and not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(parquet_bytes(split))
+            partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+            partial.write_bytes(parquet_bytes(split))
+            os.replace(partial, path)
             written.append(path)
     return written
 

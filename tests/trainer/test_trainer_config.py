@@ -4,6 +4,7 @@ is typed."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -255,3 +256,27 @@ def test_the_trainer_s_prompt_loaders_leave_no_worker_process_behind(tmp_path):
     assert len(trainer._fetch_one_gen_batch()["uid"]) == trainer.config.data.train_batch_size
     assert len(next(iter(trainer.val_dataloader))["raw_prompt"]) == 100
     assert {child.pid for child in psutil.Process().children(recursive=True)} <= before
+
+
+def test_missing_data_files_are_renamed_into_place_whole_and_present_ones_are_kept(tmp_path, monkeypatch):
+    from seal.trainer import experiment
+
+    monkeypatch.setattr(experiment, "DATA_DIR", tmp_path / "data")
+    names = {split: tmp_path / "data" / f"bfcl_{split}.parquet" for split in ("train", "val")}
+    names["val"].parent.mkdir()
+    names["val"].write_bytes(b"kept")
+    config = OmegaConf.create(
+        {"data": {"train_files": str(names["train"]), "val_files": [str(names["val"])]}}
+    )
+    renamed = []
+    real_replace = os.replace
+    monkeypatch.setattr(experiment.os, "replace", lambda a, b: renamed.append((a, b)) or real_replace(a, b))
+
+    assert experiment.ensure_data(config) == [names["train"]]
+    assert names["train"].read_bytes() == parquet_bytes("train") and names["val"].read_bytes() == b"kept"
+    ((partial, final),) = renamed
+    assert final == names["train"] and partial.parent == final.parent and partial.name.endswith(".partial")
+    assert sorted(p.name for p in names["train"].parent.iterdir()) == [
+        "bfcl_train.parquet",
+        "bfcl_val.parquet",
+    ]
