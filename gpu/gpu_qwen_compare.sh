@@ -22,19 +22,22 @@
 #   SFT_STEPS=120 SFT_SAVE=30 bash gpu/gpu_qwen_compare.sh starts MODEL_DIR g2@0,1
 #   bash gpu/gpu_qwen_compare.sh evaluate MODEL_DIR NAME SPLIT GPU  # greedy `seal eval` of one model folder
 #                                                 # (e.g. a saved checkpoint) into experiments/qwen/eval_NAME_SPLIT
-#   bash gpu/gpu_qwen_compare.sh sitting MODEL_DIR ARM SEED   # one arm x one seed on this node, in one job
+#   bash gpu/gpu_qwen_compare.sh sitting MODEL_DIR ARM[,ARM...] SEED  # arms x one seed on this node, one job
 # `sitting` (docs/guides/gpu.md, "One arm, one seed, one job"), on all the node's GPUs (2 or 4; NGPUS, default
 # nvidia-smi's count), each phase skipped when done and its seconds printed and kept in
 # experiments/qwen/sitting_ARM_sSEED/phases/: install (only with KIT=FOLDER: gpu/gpu_node_install.sh, sourced
-# again when resumed), sft (exp/sft_qwen.yaml as experiment sft_qwen_ARM_sSEED, the sitting's own start, its
-# Hugging Face folder alone saved), arm_startup +
+# again when resumed), sft (exp/sft_qwen.yaml as experiment sft_qwen_sSEED: the seed's start, which every arm
+# of that seed starts from, so that SEAL - vanilla is paired; trained once under a lock when sittings of one
+# seed start at once; its Hugging Face folder alone saved), arm_startup +
 # arm_steps + test (one launch of exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs,
 # greedy val before (the start's val in the line) and after, the 300 test tasks after in the same launch,
 # seal.test_after; no checkpoint), then one line appended to experiments/qwen/runs.jsonl
 # (seal/reports/sitting.py) and the small files in experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as
-# results/qwen_coder_1_5b/ARM_sSEED_DATE/. Time budget: docs/guides/gpu.md ("One arm, one seed, one job").
-# A sitting shares no file with another but the append to runs.jsonl, so sittings run at once on the nodes of
-# one shared disk (examples/slurm/qwen_sittings.sbatch); its log and pid: sitting_ARM_sSEED/driver.{log,pid}.
+# results/qwen_coder_1_5b/ARM_sSEED_DATE/. Several arms (`vanilla,seal`) run one after another from the one
+# install and start, each line counting those once, as a sitting of that arm alone would spend them. Time
+# budget: docs/guides/gpu.md ("One arm, one seed, one job").
+# Sittings share no file but the seed's start and the append to runs.jsonl, so they run at once on the nodes of
+# one shared disk (examples/slurm/qwen_sittings.sbatch); a sitting's log and pid: sitting_ARM_sSEED/driver.{log,pid}.
 # SEEDS: none by default (base, SFT and its evaluation only). ARMS (default "seal vanilla"; add full_loop for
 # exp/learn_qwen_full_loop.yaml) are trained two at a time, the first on GPUs 0-1, the second on GPUs 2-3.
 # SFT_STEP picks the SFT checkpoint the arms start from (default: the saved step with the best greedy val,
@@ -305,37 +308,55 @@ whole = int((phases / "arm").read_text())
 PY
 }
 
-sitting() {  # sitting MODEL ARM SEED: one arm x one seed on all of this node's GPUs, each phase timed and skipped
-  local model=$1 arm=$2 seed=$3 gpus=${NGPUS:-$(nvidia-smi -L | wc -l)} run="learn_qwen_$2_s$3_sitting"
-  local dir="$state/sitting_$2_s$3" sft="sft_qwen_$2_s$3" folder card
-  mkdir -p "$dir/phases"
-  echo $$ > "$dir/driver.pid"
+shared_start() {  # shared_start SEED GPUS: the seed's SFT start, trained once however many sittings ask at once
+  # (the lock on a shared disk: a second sitting of the seed waits, then finds it trained)
+  ( flock 9 && train_start "s$1" "$2" 9>&- ) 9> "$state/sft_qwen_s$1.lock"
+}
+
+sitting() {  # sitting MODEL ARMS SEED: arms (comma-separated) x one seed on all of this node's GPUs, one after
+  # another from the seed's one SFT start, each phase timed and skipped when done; each arm its own line
+  local model=$1 seed=$3 gpus=${NGPUS:-$(nvidia-smi -L | wc -l)} sft="sft_qwen_s$3" folder card arm dir
+  local -a names
+  IFS=, read -r -a names <<< "$2"
+  local first="$state/sitting_${names[0]}_s$seed"
+  for arm in "${names[@]}"; do mkdir -p "$state/sitting_${arm}_s$seed/phases" && echo $$ > "$state/sitting_${arm}_s$seed/driver.pid"; done
   if [ -n "${KIT:-}" ]; then  # resumed (maybe on another node): the install again, its environment in this shell
-    [ -f "$dir/phases/install" ] && { source gpu/gpu_node_install.sh "$KIT" || return 1; }
-    timed "$dir/phases" install source gpu/gpu_node_install.sh "$KIT" || return 1
+    [ -f "$first/phases/install" ] && { source gpu/gpu_node_install.sh "$KIT" || return 1; }
+    timed "$first/phases" install source gpu/gpu_node_install.sh "$KIT" || return 1
     set +e
   fi
-  timed "$dir/phases" sft train_start "$2_s$3" "$(seq -s, 0 $((gpus - 1)))" || return 1
+  timed "$first/phases" sft shared_start "$seed" "$(seq -s, 0 $((gpus - 1)))" || return 1
   [ -f "experiments/$sft/trained.json" ] || { log "$sft: not trained ($state/$sft.log)"; return 1; }
   folder=$(ls -d "experiments/$sft"/checkpoints/global_step_*/huggingface | sort -V | tail -1)
-  timed "$dir/phases" arm arm_launch "$arm" "$seed" "$folder" "$gpus" "$run" || return 1
-  [ -f "$dir/phases/arm_steps" ] || split_arm_phases "$run" "$dir/phases"
   card=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
-  if [ ! -f "$dir/line.json" ]; then
-    "$py" -m seal.reports.sitting --arm "$arm" --seed "$seed" --card "$card" --gpus "$gpus" \
-      --run "experiments/$run" \
-      --phases "$dir/phases" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-      > "$dir/line.json.partial" && mv "$dir/line.json.partial" "$dir/line.json" || return 1
-    cat "$dir/line.json" >> "$state/runs.jsonl"
+  for arm in "${names[@]}"; do
+    dir="$state/sitting_${arm}_s$seed"
+    # the install and the start each line counts are the ones it used, spent once on this node
+    for phase in install sft; do
+      [ -f "$first/phases/$phase" ] && [ ! -f "$dir/phases/$phase" ] && cp "$first/phases/$phase" "$dir/phases/"
+    done
+    one_arm "$arm" "$seed" "$folder" "$gpus" "$card" "$dir" || return 1
+  done
+}
+
+one_arm() {  # one_arm ARM SEED SFT_FOLDER GPUS CARD DIR: the arm's launch, its line and its archive
+  local run="learn_qwen_$1_s$2_sitting"
+  timed "$6/phases" arm arm_launch "$1" "$2" "$3" "$4" "$run" || return 1
+  [ -f "$6/phases/arm_steps" ] || split_arm_phases "$run" "$6/phases"
+  if [ ! -f "$6/line.json" ]; then
+    "$py" -m seal.reports.sitting --arm "$1" --seed "$2" --card "$5" --gpus "$4" --run "experiments/$run" \
+      --phases "$6/phases" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+      > "$6/line.json.partial" && mv "$6/line.json.partial" "$6/line.json" || return 1
+    cat "$6/line.json" >> "$state/runs.jsonl"
   fi
-  pack_sitting "$arm" "$seed" "$run" "$dir"
-  log "sitting $arm seed $seed: $(grep -o '"sitting_s": [0-9]*' "$dir/line.json")"
+  pack_sitting "$1" "$2" "$run" "$6"
+  log "sitting $1 seed $2: $(grep -o '"sitting_s": [0-9]*' "$6/line.json")"
 }
 
 pack_sitting() {  # pack_sitting ARM SEED RUN DIR: the sitting's small files as results/qwen_coder_1_5b/<folder>/
   local name="$1_s$2_$(date -u +%F)" stage
   stage=$(mktemp -d)
-  local to="$stage/results/qwen_coder_1_5b/$name" run="experiments/$3" sft="experiments/sft_qwen_$1_s$2"
+  local to="$stage/results/qwen_coder_1_5b/$name" run="experiments/$3" sft="experiments/sft_qwen_s$2"
   mkdir -p "$to"
   cp "$4/line.json" "$to/result.json"
   cat "$sft"/metrics/*.jsonl > "$to/sft_metrics.jsonl" 2>/dev/null
@@ -418,14 +439,21 @@ case "$mode" in
     mkdir -p "$state"
     evaluate "$@" ;;
   sitting)
-    [ $# -eq 3 ] || { echo "gpu_qwen_compare.sh: sitting MODEL_DIR ARM SEED" >&2; exit 2; }
-    [ -f "exp/learn_qwen_$2.yaml" ] || { echo "gpu_qwen_compare.sh: no arm '$2' (exp/learn_qwen_$2.yaml)" >&2; exit 2; }
+    [ $# -eq 3 ] || { echo "gpu_qwen_compare.sh: sitting MODEL_DIR ARM[,ARM...] SEED" >&2; exit 2; }
+    IFS=, read -r -a names <<< "$2"
+    [ ${#names[@]} -gt 0 ] || { echo "gpu_qwen_compare.sh: ARM names no arm" >&2; exit 2; }
+    for arm in "${names[@]}"; do
+      [ -n "$arm" ] || { echo "gpu_qwen_compare.sh: an empty arm name in '$2' (arms are comma-separated)" >&2; exit 2; }
+      [ -f "exp/learn_qwen_$arm.yaml" ] || { echo "gpu_qwen_compare.sh: no arm '$arm' (exp/learn_qwen_$arm.yaml)" >&2; exit 2; }
+    done
+    [ "$(printf '%s\n' "${names[@]}" | sort | uniq -d)" = "" ] || { echo "gpu_qwen_compare.sh: an arm is named twice in '$2'" >&2; exit 2; }
     [[ "$3" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: SEED is a whole number, got '$3'" >&2; exit 2; }
     [ -n "${KIT:-}" ] || [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json" >&2; exit 2; }
     [ -n "${KIT:-}" ] || need_stack
     model=$1
-    mkdir -p "$state/sitting_$2_s$3"
-    sitting "$@" 2>&1 | tee -a "$state/sitting_$2_s$3/driver.log" ;;
+    logs=()
+    for arm in "${names[@]}"; do mkdir -p "$state/sitting_${arm}_s$3" && logs+=("$state/sitting_${arm}_s$3/driver.log"); done
+    sitting "$@" 2>&1 | tee -a "${logs[@]}" ;;
   status) status ;;
   wait)
     [[ "${1:-540}" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: wait [SECONDS], a whole number" >&2; exit 2; }

@@ -125,7 +125,8 @@ class SftStart:
 
 @dataclass(frozen=True, config=CONFIG)
 class Sitting:
-    """One line of `runs.jsonl`: one sitting, one arm trained with one seed from its own SFT start.
+    """One line of `runs.jsonl`: one sitting, one arm trained with one seed from that seed's SFT start
+    (the same start for every arm of the seed, so that SEAL − vanilla is paired).
 
     - `arm`: `vanilla`, `seal` or `full_loop`; `seed`: the seed of the SFT start and of the arm's draws.
     - `card`, `gpus`: the accelerator and how many the arm ran on (the arms of one seed on one count).

@@ -439,8 +439,8 @@ def test_a_sitting_trains_the_start_then_the_arm_with_its_test_and_writes_the_li
     assert value(sft["argv"], "--conf") == "exp/sft_qwen.yaml" and "trainer.n_gpus_per_node=2" in sft["argv"]
     assert not [a for a in sft["argv"] if a.startswith(("trainer.total_training_steps", "trainer.save_freq"))]
     assert value(arm["argv"], "--conf") == "exp/learn_qwen_seal.yaml"
-    assert experiment(sft["argv"]) == "sft_qwen_seal_s1"
-    folder = checkpoint("sft_qwen_seal_s1", 60)
+    assert experiment(sft["argv"]) == "sft_qwen_s1"
+    folder = checkpoint("sft_qwen_s1", 60)
     expected = [
         f"actor_rollout_ref.model.path={folder}",
         "seed=1",
@@ -481,41 +481,82 @@ def archived(work: Path, name: str) -> dict[str, str]:
         }
 
 
-def test_two_sittings_at_once_on_one_disk_each_train_their_own_start_and_keep_their_own_log(tmp_path):
+def test_sittings_at_once_on_one_disk_train_each_seed_s_start_once_and_keep_their_own_log(tmp_path):
     work, record, env = project(tmp_path)
     model, settings = str(tmp_path / "model"), {**env, "NGPUS": "2", "BARRIER": "2"}
     command = ["bash", str(work / "gpu" / "gpu_qwen_compare.sh"), "sitting", model]
+    names = {"seal_s1": ["seal", "1"], "vanilla_s1": ["vanilla", "1"], "vanilla_s2": ["vanilla", "2"]}
     sittings = {
         name: subprocess.Popen(
             [*command, *args], env=settings, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
-        for name, args in (("seal_s1", ["seal", "1"]), ("vanilla_s2", ["vanilla", "2"]))
+        for name, args in names.items()
     }
     for process in sittings.values():
         assert process.wait(timeout=60) == 0, process.stderr.read().decode()
-    named = {experiment(c["argv"]): c for c in launches(record)}
+    named = [experiment(c["argv"]) for c in launches(record)]
     assert sorted(named) == [
         "learn_qwen_seal_s1_sitting",
+        "learn_qwen_vanilla_s1_sitting",
         "learn_qwen_vanilla_s2_sitting",
-        "sft_qwen_seal_s1",
-        "sft_qwen_vanilla_s2",
+        "sft_qwen_s1",
+        "sft_qwen_s2",
     ]
-    for name in sittings:  # the two starts trained at the same time, each into its own experiment
-        assert json.loads((work / f"experiments/sft_qwen_{name}/trained.json").read_text()) == {
-            "together": True
-        }
-        start = f"actor_rollout_ref.model.path={checkpoint(f'sft_qwen_{name}', 60)}"
-        assert start in named[f"learn_qwen_{name}_sitting"]["argv"]
+    for seed in "12":  # the two seeds' starts trained at the same time, each once, into its own experiment
+        trained = json.loads((work / f"experiments/sft_qwen_s{seed}/trained.json").read_text())
+        assert trained == {"together": True}
+    for name in sittings:
+        seed = name[-1]
+        start = f"actor_rollout_ref.model.path={checkpoint(f'sft_qwen_s{seed}', 60)}"
+        arm = next(c for c in launches(record) if experiment(c["argv"]) == f"learn_qwen_{name}_sitting")
+        assert start in arm["argv"]
         log = (work / f"experiments/qwen/sitting_{name}/driver.log").read_text()
-        other = next(n for n in sittings if n != name).replace("_s", " seed ")
-        assert "phase arm:" in log and f"sitting {other}" not in log
+        others = [n.replace("_s", " seed ") for n in sittings if n != name]
+        assert "phase arm:" in log and not [o for o in others if f"sitting {o}" in log]
         files = archived(work, name)
-        assert json.loads(files["sft_metrics.jsonl"])["data"]["run"] == f"sft_qwen_{name}"
-        assert files["phases.log"].count("phase ") == 2 and other not in files["phases.log"]
+        assert json.loads(files["sft_metrics.jsonl"])["data"]["run"] == f"sft_qwen_s{seed}"
+        assert files["phases.log"].count("phase ") == 2
     lines = (work / "experiments/qwen/runs.jsonl").read_text().splitlines()
     own = {(work / f"experiments/qwen/sitting_{name}/line.json").read_text().strip() for name in sittings}
-    assert set(lines) == own and len(lines) == 2
+    assert set(lines) == own and len(lines) == 3
     assert not (work / "experiments/qwen/driver.pid").exists()
+
+
+def test_a_sitting_of_two_arms_runs_them_in_turn_from_one_start_each_line_counting_it(tmp_path):
+    work, record, env = project(tmp_path)
+    done = script(work, {**env, "NGPUS": "4"}, "sitting", str(tmp_path / "model"), "vanilla,seal", "2")
+    assert done.returncode == 0, done.stderr
+    assert [experiment(c["argv"]) for c in launches(record)] == [
+        "sft_qwen_s2",
+        "learn_qwen_vanilla_s2_sitting",
+        "learn_qwen_seal_s2_sitting",
+    ]
+    assert all(c["gpus"] == "0,1,2,3" for c in launches(record))
+    phases = {arm: work / f"experiments/qwen/sitting_{arm}_s2/phases" for arm in ("vanilla", "seal")}
+    assert (phases["seal"] / "sft").read_text() == (phases["vanilla"] / "sft").read_text()
+    for arm, folder in phases.items():
+        assert sorted(p.name for p in folder.iterdir()) == ["arm", "arm_startup", "arm_steps", "sft", "test"]
+        log = (folder.parent / "driver.log").read_text()
+        assert f"sitting {arm} seed 2:" in log
+        assert (work / f"experiments/qwen/sitting_{arm}_s2.tar.gz").is_file()
+    lines = [json.loads(line) for line in (work / "experiments/qwen/runs.jsonl").read_text().splitlines()]
+    assert [line["arm"] for line in lines] == ["vanilla", "seal"]
+
+
+@pytest.mark.parametrize(
+    ("arms", "says"),
+    [
+        ("seal,seal", "named twice"),
+        ("seal,sideways", "no arm 'sideways'"),
+        ("seal,,vanilla", "empty arm name"),
+        ("", "names no arm"),
+    ],
+)
+def test_a_sitting_refuses_a_bad_list_of_arms_in_one_line(tmp_path, arms, says):
+    work, record, env = project(tmp_path)
+    refused = script(work, env, "sitting", str(tmp_path / "model"), arms, "1")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and says in refused.stderr
+    assert not record.exists() and not (work / "experiments").exists()
 
 
 def test_a_resumed_sitting_sources_the_install_again_and_sets_a_stopped_arm_aside(tmp_path):
