@@ -30,8 +30,8 @@
 # of that seed starts from, so that SEAL - vanilla is paired; trained once under a lock when sittings of one
 # seed start at once; its Hugging Face folder alone saved), arm_startup +
 # arm_steps + test (one launch of exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs,
-# greedy val before (the start's val in the line) and after, the 300 test tasks after in the same launch,
-# seal.test_after; no checkpoint), then one line appended to experiments/qwen/runs.jsonl
+# greedy val before (the start's val in the line) and after, the 300 test tasks before and after in the same
+# launch, seal.test_before and seal.test_after; no checkpoint), then one line appended to experiments/qwen/runs.jsonl
 # (seal/reports/sitting.py) and the small files in experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as
 # results/qwen_coder_1_5b/ARM_sSEED_DATE/. Several arms (`vanilla,seal`) run one after another from the one
 # install and start, each line counting those once, as a sitting of that arm alone would spend them. Time
@@ -283,7 +283,7 @@ timed() {  # timed DIR PHASE COMMAND...: the command unless DIR/PHASE holds its 
   log "phase $phase: $(cat "$dir/$phase") s"
 }
 
-arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPUS RUN: the arm with val before and after and the test pass
+arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPUS RUN: the arm with val and test before and after
   local steps=${STEPS:-16}
   [ -f "experiments/$5/trained.json" ] && return 0
   # a launch a job's limit stopped has no checkpoint to resume: it is set aside, so its metrics do not count
@@ -291,7 +291,8 @@ arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPUS RUN: the arm with val befo
   CUDA_VISIBLE_DEVICES=$(seq -s, 0 $(($4 - 1))) "$py" launcher.py --conf "exp/learn_qwen_$1.yaml" --with-bfcl -- \
     actor_rollout_ref.model.path="$3" seed="$2" trainer.experiment_name="$5" trainer.n_gpus_per_node="$4" \
     trainer.total_training_steps="$steps" trainer.total_epochs=$(((steps + 7) / 8)) trainer.test_freq="$steps" \
-    trainer.save_freq=-1 seal.test_after=true 'trainer.logger=[console,file]' > "$state/$5.log" 2>&1
+    trainer.save_freq=-1 seal.test_before=true seal.test_after=true 'trainer.logger=[console,file]' \
+    > "$state/$5.log" 2>&1
 }
 
 split_arm_phases() {  # split_arm_phases RUN DIR: the launch's seconds into start-up, steps and test, from its metrics

@@ -14,8 +14,9 @@ starts with `| <base.json's model>`) is rewritten from the same numbers, on test
 text only: the PNG is rewritten with the page, from the same files.
 
 "Beyond the seeds' spread" means a paired difference whose mean is larger than its sample standard
-deviation across seeds: SEAL − vanilla on test after training, seed by seed; val after − val before for RL
-against its SFT start, sitting by sitting (the start's own val, measured in the arm's launch).
+deviation across seeds: SEAL − vanilla on test after training, seed by seed; after − before for RL against its
+SFT start, sitting by sitting (the start's own scores, measured in the arm's launch), on test where every
+sitting of the arm played the test split before its first step (`seal.test_before`), else on val.
 """
 
 from __future__ import annotations
@@ -135,9 +136,28 @@ def paired_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
     ]
 
 
+def test_gain(sitting: Sitting) -> float | None:
+    """Test after − test before, where the sitting played the test split before its first step."""
+    return None if sitting.test_before is None else sitting.test_after - sitting.test_before
+
+
+def gain_split(members: Sequence[Sitting]) -> str:
+    """The split RL's gain over the start is judged on: test (300 tasks) where every sitting measured it
+    before and after, else val (100 tasks)."""
+    return "test" if members and all(s.test_before is not None for s in members) else "val"
+
+
+def gain(sitting: Sitting, split: str) -> float:
+    return (
+        sitting.test_after - sitting.test_before
+        if split == "test"
+        else sitting.val_after - sitting.val_before
+    )
+
+
 def arm_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
-    """Per arm, mean ± std over its seeds: val before and after, the gain, test after (%), the mixed share,
-    steps and the sitting's minutes."""
+    """Per arm, mean ± std over its seeds: val before and after and the gain, test before and after and the
+    gain (%; test before where the sittings played it), the mixed share, steps and the sitting's minutes."""
     rows = []
     for arm, members in by_arm(sittings).items():
         rows.append(
@@ -148,7 +168,9 @@ def arm_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
                 "val before": pm(mean_std(s.val_before for s in members), 100),
                 "val after": pm(mean_std(s.val_after for s in members), 100),
                 "gain (points)": pm(mean_std(s.val_after - s.val_before for s in members), 100),
+                "test before": pm(mean_std(s.test_before for s in members), 100),
                 "test after": pm(mean_std(s.test_after for s in members), 100),
+                "test gain (points)": pm(mean_std(test_gain(s) for s in members), 100),
                 "mixed groups": pm(mean_std(s.mixed_share_mean for s in members), digits=2),
                 "sitting min": pm(mean_std(s.sitting_s / 60 for s in members)),
             }
@@ -167,7 +189,8 @@ def beyond_spread(differences: Sequence[float]) -> int | None:
 
 def verdict(sittings: Sequence[Sitting]) -> str:
     """One sentence: whether SEAL beat vanilla on test beyond the seeds' spread, whether RL beat its SFT
-    start on val, and "not enough seeds yet (k of 3)" while an arm has fewer than three."""
+    start (on test where every sitting of the arm played it before training, else on val), and "not enough
+    seeds yet (k of 3)" while an arm has fewer than three."""
     arms = by_arm(sittings)
     enough = min(len(members) for members in arms.values())
     tail = "." if enough >= SEEDS_WANTED else f"; not enough seeds yet ({enough} of {SEEDS_WANTED})."
@@ -181,10 +204,11 @@ def verdict(sittings: Sequence[Sitting]) -> str:
         0: f"SEAL did not beat vanilla beyond the seeds' spread {spread}",
         -1: f"vanilla beat SEAL beyond the seeds' spread {spread}",
     }[beyond_spread(test) if test else None]
-    judged = {arm: beyond_spread([s.val_after - s.val_before for s in m]) for arm, m in arms.items() if m}
+    splits = {arm: gain_split(m) for arm, m in arms.items() if m}
+    judged = {arm: beyond_spread([gain(s, split) for s in arms[arm]]) for arm, split in splits.items()}
     gains = ", ".join(
-        f"{ARM_NAMES[arm]} {pm(mean_std(s.val_after - s.val_before for s in arms[arm]), 100)}"
-        for arm in judged
+        f"{ARM_NAMES[arm]} {pm(mean_std(gain(s, split) for s in arms[arm]), 100)} on {split}"
+        for arm, split in splits.items()
     )
     beat = [ARM_NAMES[arm] for arm, outcome in judged.items() if outcome == 1]
     if all(outcome is None for outcome in judged.values()):
@@ -195,7 +219,7 @@ def verdict(sittings: Sequence[Sitting]) -> str:
         rl_part = f"RL beat the SFT start in {' and '.join(beat)} only"
     else:
         rl_part = "RL did not beat the SFT start in any arm"
-    return f"{seal_part}, and {rl_part} (val gain {gains} points){tail}"
+    return f"{seal_part}, and {rl_part} (gain {gains}, points){tail}"
 
 
 @dataclass(frozen=True)
@@ -267,6 +291,7 @@ def sitting_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
             "SFT mixed": f"{s.sft_mixed:.2f}",
             "val before": f"{100 * s.val_before:.1f}",
             "val after": f"{100 * s.val_after:.1f}",
+            "test before": "—" if s.test_before is None else f"{100 * s.test_before:.1f}",
             "test after": f"{100 * s.test_after:.1f}",
             "steps": str(s.steps),
             "mixed groups": f"{s.mixed_share_mean:.2f}",

@@ -6,9 +6,10 @@
 
 The sitting driver (`gpu/gpu_qwen_compare.sh sitting`, docs/guides/gpu.md) calls it once the arm has
 ended. The run folder holds the arm's greedy validation dumps (`validation/{step}.jsonl`: the first, at step
-0, is val before training, the last val after), its test pass (`test_report.json`, written in the launch by
-`seal.test_after`) and its metrics (`metrics/*.jsonl`); PHASES_DIR holds one file per phase, named after it,
-with its whole seconds.
+0, is val before training, the last val after), its test passes (after the last step: `test_report.json`,
+written in the launch by `seal.test_after`; before the first, where `seal.test_before` ran it:
+`test/global_step_0/0.jsonl`) and its metrics (`metrics/*.jsonl`); PHASES_DIR holds one file per phase, named
+after it, with its whole seconds.
 
 The SFT start is not scored apart: the arm's launch starts from it, so its val before training is the
 start's greedy val (same model, same 100 val tasks, greedy) and its first step's mixed share is the start's
@@ -29,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from seal.reports.compare import read_steps
-from seal.reports.runs import test_scores, validation_history
+from seal.reports.runs import CHECKPOINT_PREFIX, read_dump, test_scores, validation_history
 from seal.results.pass_rate import SplitScore
 
 MIXED_SHARE = "seal/groups/mixed_share"
@@ -45,7 +46,7 @@ def sitting_line(identity: dict[str, Any], run: Path, phases: dict[str, int]) ->
     """The result line: `identity` (arm, seed, card, gpus, commit, date) and the measured values, each mean
     beside its per-category dict (`*_by_category`). The start's values are the arm's before it trained:
     `sft_val` is the first validation dump (step 0, so equal to `val_before`), `sft_mixed` step 1's mixed
-    share, not the mean over steps."""
+    share, not the mean over steps. `test_before` is null where the launch played no test pass at step 0."""
     history = validation_history(run / "validation")
     if len(history) < 2:
         raise SittingError(f"{run / 'validation'}: {len(history)} validation pass(es), need before and after")
@@ -68,6 +69,12 @@ def sitting_line(identity: dict[str, Any], run: Path, phases: dict[str, int]) ->
     line |= _scored("sft_mixed", float(mixed[1]), None)
     line |= _split("val_before", before) | _split("val_after", history[max(history)])
     line |= _split("test_after", tested)
+    untrained = run / "test" / f"{CHECKPOINT_PREFIX}0" / "0.jsonl"
+    line |= (
+        _split("test_before", read_dump(untrained))
+        if untrained.is_file()
+        else _scored("test_before", None, None)
+    )
     line["steps"] = len(steps)
     line["mixed_share_mean"] = float(mixed.mean())
     line["mixed_share_by_step"] = [float(x) for x in mixed]
@@ -76,7 +83,7 @@ def sitting_line(identity: dict[str, Any], run: Path, phases: dict[str, int]) ->
     return line
 
 
-def _scored(name: str, mean: float, by_category: dict[str, float] | None) -> dict[str, Any]:
+def _scored(name: str, mean: float | None, by_category: dict[str, float] | None) -> dict[str, Any]:
     return {name: mean, f"{name}_by_category": by_category}
 
 

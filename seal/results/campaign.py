@@ -135,8 +135,9 @@ class Sitting:
       share of mixed groups in the arm's first step (8 samples at T=1 of each of 8 train tasks, under the
       arm's interface), step 1's `seal/groups/mixed_share`, not the mean over steps.
     - `val_before`, `val_after`: greedy val (100 tasks) in the arm's launch before its first step and after
-      its last; `test_after`: the 300 test tasks after the last step, in the same launch.
-    - `*_by_category` beside each of those five: the four categories' shares; `sft_mixed_by_category` is
+      its last; `test_after`: the 300 test tasks after the last step, in the same launch; `test_before`: the
+      300 test tasks before the first step (`seal.test_before`), null in sittings that did not play it.
+    - `*_by_category` beside each of those six: the four categories' shares; `sft_mixed_by_category` is
       null, since the step metrics hold no mixed share per category.
     - `steps`: GRPO steps run; `mixed_share_mean`: the mean over steps of the share of groups whose rewards
       are mixed (`seal/groups/mixed_share`); `sitting_s`: seconds from a bare node to the results.
@@ -168,6 +169,8 @@ class Sitting:
     date: Text
     commit: Text
     files: Text
+    test_before: Rate | None = None
+    test_before_by_category: ByCategory | None = None
 
     @field_validator(
         "sft_val_by_category",
@@ -175,6 +178,7 @@ class Sitting:
         "val_before_by_category",
         "val_after_by_category",
         "test_after_by_category",
+        "test_before_by_category",
     )
     @classmethod
     def _categories(cls, value: dict[str, float] | None) -> dict[str, float] | None:

@@ -67,6 +67,11 @@ class SealSettings:
     checkpoint. Dumped as `<run>/test/global_step_N/N.jsonl` with `<run>/test_report.json`, the files
     `--test` writes, and logged as `test/...` metrics. Needs `trainer.test_freq >= 1` (verl validates the
     last step only then). `--test` still tests saved checkpoints in launches of their own."""
+    test_before: bool = False
+    """Right after verl's validation before the first step (a fresh launch, step 0), one greedy pass over the
+    test split in the same launch: the start's test score, the baseline `test_after` is paired with (300
+    tasks move less between equal models than the 100 val tasks). Dumped as `<run>/test/global_step_0/0.jsonl`
+    and logged as `test/...` metrics at step 0; it writes no test report. Needs `trainer.val_before_train`."""
 
     def __post_init__(self) -> None:
         if self.taxonomy not in TAXONOMIES:

@@ -190,6 +190,31 @@ def test_the_verdict_says_whether_seal_beat_vanilla_and_rl_the_start_from_the_nu
     assert "RL beat the SFT start in every arm" in sentence and "not enough seeds" not in sentence
 
 
+def test_rl_against_the_start_is_judged_on_test_where_every_sitting_of_the_arm_tested_before(tmp_path):
+    lines = campaign_lines()
+    for line in lines:  # val says RL lost; test, measured before and after, says it won
+        line["val_after"] = line["val_before"] - 0.05 - 0.01 * line["seed"]
+        before = {
+            c: max(0.0, r - 0.1 - 0.01 * line["seed"]) for c, r in line["test_after_by_category"].items()
+        }
+        line |= {"test_before": avg(before), "test_before_by_category": before}
+    del lines[0]["test_before"], lines[0]["test_before_by_category"]  # vanilla seed 1: an older sitting
+    campaign = read_campaign(write_results(tmp_path, lines))
+    sentence = results_page.verdict(campaign.sittings)
+    gains = [line["test_after"] - line["test_before"] for line in lines[3:]]
+    assert "RL beat the SFT start in SEAL only" in sentence
+    assert f"SEAL {pm(gains)} on test" in sentence and "vanilla -" in sentence and "on val" in sentence
+    rows = {row["arm"]: row for row in results_page.arm_rows(campaign.sittings)}
+    assert rows["SEAL"]["test gain (points)"] == pm(gains)
+    assert rows["SEAL"]["test before"] == pm([line["test_before"] for line in lines[3:]])
+    vanilla = [line["test_after"] - line["test_before"] for line in lines[1:3]]
+    assert rows["vanilla"]["test gain (points)"] == pm(vanilla)
+    shown = {
+        (row["arm"], row["seed"]): row["test before"] for row in results_page.sitting_rows(campaign.sittings)
+    }
+    assert shown["vanilla", "1"] == "—" and shown["SEAL", "1"] == f"{100 * lines[3]['test_before']:.1f}"
+
+
 def test_the_verdict_waits_for_three_seeds_and_says_when_the_arms_do_not_separate(tmp_path):
     lines = campaign_lines(seeds=2)
     for line in lines:

@@ -81,6 +81,19 @@ def test_the_start_is_the_arm_before_it_trained_val_first_dump_mixed_first_step(
     assert set(wanted.split()) | {"sitting_s", "date", "commit", "phases"} <= set(line)
 
 
+def test_the_test_before_training_is_the_step_0_dump_and_null_where_the_launch_played_none(run, argv, capsys):
+    identity = {"arm": "seal", "seed": 1, "card": "NVIDIA H200", "gpus": 4, "date": "d", "commit": "c"}
+    line = sitting.sitting_line(identity, run, {})
+    assert line["test_before"] is None and line["test_before_by_category"] is None
+    write_dump(run / "test" / "global_step_0", 0, "test", 6)
+    line = sitting.sitting_line(identity, run, {})
+    assert line["test_before"] == pytest.approx(6 / 75) and line["test_after"] == pytest.approx(15 / 75)
+    assert line["test_before_by_category"] == {c: pytest.approx(6 / 75) for c in CATEGORIES}
+    assert sitting.main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["test_before"] == pytest.approx(6 / 75)
+
+
 def test_the_command_prints_one_line_the_page_reads_and_no_score_phase(argv, tmp_path, capsys):
     assert sitting.main(argv) == 0
     out = capsys.readouterr().out.splitlines()
@@ -96,7 +109,7 @@ def test_the_command_prints_one_line_the_page_reads_and_no_score_phase(argv, tmp
 def test_the_driver_calls_the_command_with_exactly_its_flags(tmp_path, capsys):
     """The flags of the driver's call (gpu_qwen_compare.sh) are the command's: none unknown, none missing
     (the command then fails on the missing run folder, not on its arguments)."""
-    call = DRIVER.read_text().split("-m seal.reports.sitting", 1)[1].split('> "$dir/line.json.partial"')[0]
+    call = DRIVER.read_text().split("-m seal.reports.sitting", 1)[1].split("/line.json.partial")[0]
     flags = re.findall(r'(--[a-z-]+) "', call)  # each flag's value is quoted
     assert "--run" in flags and "--sft-val" not in flags
     argv = [part for flag in flags for part in (flag, "1")]

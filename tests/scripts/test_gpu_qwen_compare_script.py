@@ -444,6 +444,7 @@ def test_a_sitting_trains_the_start_then_the_arm_with_its_test_and_writes_the_li
     expected = [
         f"actor_rollout_ref.model.path={folder}",
         "seed=1",
+        "seal.test_before=true",
         "seal.test_after=true",
         "trainer.save_freq=-1",
     ]

@@ -226,7 +226,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
             "--with-bfcl and --env-url name an HTTP service; seal.rollout.env_backend=ray uses none", 2
         )
     run_dir = Path(config.trainer.default_local_dir).parent
-    tests = args.test or settings.test_after
+    tests = args.test or settings.test_after or settings.test_before
     for data in check_data(data_files(config, TEST_FILE if tests else None)):
         print(f"data  {data.split:5s} {data.path}{'  (built)' if data.built else ''}")
     stamp = launch_stamp()

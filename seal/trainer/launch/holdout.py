@@ -98,4 +98,5 @@ def test_config(
     trainer.logger = ["console"]
     test.seal.interface.adapt = False
     test.seal.test_after = False
+    test.seal.test_before = False
     return test

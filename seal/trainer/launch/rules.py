@@ -213,6 +213,15 @@ def run_length_problem(config: DictConfig, settings: SealSettings) -> str | None
     )
 
 
+def test_before_problem(config: DictConfig, settings: SealSettings) -> str | None:
+    if not settings.test_before or config.trainer.get("val_before_train", True) is True:
+        return None
+    return (
+        f"trainer.val_before_train={config.trainer.val_before_train}: with seal.test_before, allowed: true "
+        "(the test pass follows the validation before the first step)"
+    )
+
+
 def test_after_problem(config: DictConfig, settings: SealSettings) -> str | None:
     test_freq = config.trainer.test_freq
     if not settings.test_after or (type(test_freq) is int and test_freq >= 1):
@@ -407,6 +416,13 @@ RULES: tuple[Rule, ...] = (
         "the test pass follows the last step's validation, which verl runs only then",
         "config",
         test_after_problem,
+    ),
+    Rule(
+        ("seal.test_before", "trainer.val_before_train"),
+        "with seal.test_before: val_before_train true",
+        "the test pass before training follows the validation before the first step",
+        "config",
+        test_before_problem,
     ),
     Rule(
         ("seal.attention",),

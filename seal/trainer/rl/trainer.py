@@ -7,7 +7,8 @@ written back, and C_t goes to the environment service, whose Evolve(Ω, C_t) mak
 (C_t, ρ, Ω) is saved as `global_step_N/seal_state.json` beside verl's checkpoint and restored with it (Ω
 exactly, its whole state: seal/trainer/rl/resume_omega.py);
 every step's profile, ρ and Ω are also appended to `<run>/seal_steps.jsonl`. With `seal.test_after` the
-last step's validation is followed by a greedy pass over the test split in the same launch (`_validate`).
+last step's validation is followed by a greedy pass over the test split in the same launch (`_validate`), and
+with `seal.test_before` the validation before the first step is too.
 """
 
 from __future__ import annotations
@@ -64,10 +65,10 @@ METRICS = {
     "Avg); a task without a row counts as failed",
     "val-aux/seal/pass_rate/{category}": "validation pass rate of the category",
     "val-aux/seal/missing_rows": "validation tasks that came back without a row (counted as failed)",
-    "test/{metric}": "with seal.test_after, at the last step: each validation metric (`val-core/{metric}`, "
-    "`val-aux/{metric}`) of the test split's greedy pass",
-    "timing_s/test": "with seal.test_after, at the last step: seconds of the test pass (also inside verl's "
-    "timing_s/testing)",
+    "test/{metric}": "with seal.test_after at the last step, with seal.test_before at step 0: each "
+    "validation metric (`val-core/{metric}`, `val-aux/{metric}`) of the test split's greedy pass",
+    "timing_s/test": "with seal.test_after at the last step, with seal.test_before at step 0: seconds of the "
+    "test pass (also inside verl's timing_s/testing)",
 }
 """Every metric the trainer logs itself, beside `ClosedLoop`'s, with its meaning: the source of
 docs/reference/metrics.md."""
@@ -229,16 +230,20 @@ class SealPPOTrainer(PPOTrainerSync):
 
     # -- validation -------------------------------------------------------------------------------
     def _validate(self) -> dict[str, float]:
-        """verl's validation; with `seal.test_after`, the last step's is followed by the test pass."""
+        """verl's validation; with `seal.test_after` the last step's is followed by the test pass, with
+        `seal.test_before` the one before the first step of a fresh launch (step 0)."""
         metrics = super()._validate()
+        if self.seal_settings.test_before and self.global_steps == 0:
+            metrics.update(self._test_pass(None))
         if self.seal_settings.test_after and self.global_steps >= self.total_training_steps:
             metrics.update(self._test_pass(metrics["val-core/seal/pass_rate_mean"]))
         return metrics
 
-    def _test_pass(self, val_mean: float) -> dict[str, float]:
+    def _test_pass(self, reported_val_mean: float | None) -> dict[str, float]:
         """verl's validation pass again, over the test split: the same agent loop and rollout servers, the
-        greedy sampling of validation. Its dump and report are the files `--test` writes for a checkpoint of
-        this step; its metrics are the validation's, renamed `test/...`."""
+        greedy sampling of validation. Its dump is the file `--test` writes for a checkpoint of this step, and
+        with `reported_val_mean` (the step's val) so is its report; its metrics are the validation's, renamed
+        `test/...`."""
         started = time.perf_counter()
         step = self.global_steps
         run_dir = Path(self.config.trainer.default_local_dir).parent
@@ -255,12 +260,13 @@ class SealPPOTrainer(PPOTrainerSync):
                 self.config.trainer.validation_data_dir = val[2]
         self._shutdown_dump_executor()  # the dump is written before the report reads it
         self._init_dump_executor()
-        write_test_report(
-            run_dir,
-            Selection(step, step, {step: val_mean}),
-            {step: read_dump(folder / f"{step}.jsonl")},
-            TEST_AFTER_RULE,
-        )
+        if reported_val_mean is not None:
+            write_test_report(
+                run_dir,
+                Selection(step, step, {step: reported_val_mean}),
+                {step: read_dump(folder / f"{step}.jsonl")},
+                TEST_AFTER_RULE,
+            )
         tested = {
             f"test/{key.split('/', 1)[1]}": value for key, value in metrics.items() if key.startswith("val-")
         }

@@ -1,5 +1,7 @@
 """`seal.test_after`: the last step's validation is followed, in the same launch, by one greedy pass over the
-test split, dumped and reported where `--test` puts a checkpoint's; with the option off nothing of it runs.
+test split, dumped and reported where `--test` puts a checkpoint's; `seal.test_before`: the validation before
+the first step is followed by one too, dumped at step 0 and not reported; with the options off nothing of
+them runs.
 
 verl's own validation pass (agent loop, rollout servers, TransferQueue) needs GPUs, so it is stood in for by
 `scripted_validate`, which scores the tasks verl's loader yields and hands them to SealPPOTrainer's dump and
@@ -66,11 +68,12 @@ def make_trainer(tmp_path, monkeypatch):
     monkeypatch.setattr(trainer_base.PPOTrainer, "_validate", scripted_validate)
     tokenizer = chatml_tokenizer(["hello world"], vocab_size=300)
 
-    def make(test_after: bool) -> SealPPOTrainer:
+    def make(test_after: bool, test_before: bool = False) -> SealPPOTrainer:
         config = compose_experiment(
             PROJECT_ROOT / "exp" / "SEAL.yaml",
             [
                 f"seal.test_after={str(test_after).lower()}",
+                f"seal.test_before={str(test_before).lower()}",
                 f"trainer.default_local_dir={tmp_path / 'run' / 'checkpoints'}",
                 f"trainer.validation_data_dir={tmp_path / 'run' / 'validation'}",
                 f"trainer.test_freq={TEST_FREQ}",
@@ -147,6 +150,56 @@ def test_without_the_option_no_test_pass_runs(make_trainer, tmp_path):
     assert len(trainer.loaders_played) == 3
     assert not any(key.startswith("test/") for m in metrics for key in m)
     assert not (tmp_path / "run" / "test").exists() and not (tmp_path / "run" / "test_report.json").exists()
+
+
+def test_before_and_after_the_test_split_is_played_once_each_and_only_the_last_is_reported(
+    make_trainer, tmp_path
+):
+    trainer = make_trainer(test_after=True, test_before=True)
+    metrics = validations_of_a_run(trainer)
+
+    played = trainer.loaders_played
+    assert len(played) == 5  # val at 0, then test, val at 2 and 3, then test
+    assert [sorted(ids) == sorted(split_ids("test")) for ids in played] == [False, True, False, False, True]
+    first, middle, last = metrics[0], metrics[1], metrics[-1]
+    assert first["test/seal/pass_rate_mean"] == pytest.approx(expected_mean("test"))
+    assert (
+        first["timing_s/test"] >= 0.0
+        and last["test/seal/pass_rate_mean"] == first["test/seal/pass_rate_mean"]
+    )
+    assert not any(key.startswith("test/") for key in middle)
+
+    run = tmp_path / "run"
+    before = runs.read_dump(run / "test" / "global_step_0" / "0.jsonl")
+    assert before.n == 300 and before.mean == pytest.approx(expected_mean("test"))
+    report = json.loads((run / "test_report.json").read_text())
+    assert report["selection"]["best_step"] == report["selection"]["last_step"] == STEPS
+    assert sorted(p.name for p in (run / "validation").glob("*.jsonl")) == ["0.jsonl", "2.jsonl", "3.jsonl"]
+
+
+def test_a_test_before_alone_writes_no_report_and_a_resumed_launch_tests_nothing_before(
+    make_trainer, tmp_path
+):
+    trainer = make_trainer(test_after=False, test_before=True)
+    trainer.global_steps = 2  # verl's validation before training, in a launch resumed at step 2
+    assert not any(key.startswith("test/") for key in trainer._validate())
+    metrics = validations_of_a_run(trainer)
+    assert [key for key in metrics[0] if key.startswith("test/seal/pass_rate_mean")]
+    assert not any(key.startswith("test/") for m in metrics[1:] for key in m)
+    assert (tmp_path / "run" / "test" / "global_step_0" / "0.jsonl").is_file()
+    assert not (tmp_path / "run" / "test_report.json").exists()
+
+
+def test_the_test_before_needs_the_validation_before_training():
+    config = compose_experiment(
+        PROJECT_ROOT / "exp" / "SEAL.yaml", ["seal.test_before=true", "trainer.val_before_train=false"]
+    )
+    with pytest.raises(
+        ExperimentError, match=r"trainer.val_before_train=False: with seal.test_before, allowed: true"
+    ):
+        check_values(config)
+    config.trainer.val_before_train = True
+    assert check_values(config).test_before
 
 
 def test_the_option_needs_a_validated_last_step():
