@@ -33,9 +33,10 @@
 # greedy val before (the start's val in the line) and after, the 300 test tasks before and after in the same
 # launch, seal.test_before and seal.test_after; no checkpoint), then one line appended to experiments/qwen/runs.jsonl
 # (seal/reports/sitting.py) and the small files in experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as
-# results/qwen_coder_1_5b/ARM_sSEED_DATE/. Several arms (`vanilla,seal`) run one after another from the one
-# install and start, each line counting those once, as a sitting of that arm alone would spend them. Time
-# budget: docs/guides/gpu.md ("One arm, one seed, one job").
+# results/qwen_coder_1_5b/ARM_sSEED_DATE/. Several arms (`vanilla,seal`) share the one install and start, each
+# line counting those once, as a sitting of that arm alone would spend them; they run at once where the GPUs
+# divide into one equal group an arm (2 + 2 on a node of 4), else in turn on all of them (or with
+# ARMS_AT_ONCE=0). Time budget: docs/guides/gpu.md ("One arm, one seed, one job").
 # Sittings share no file but the seed's start and the append to runs.jsonl, so they run at once on the nodes of
 # one shared disk (examples/slurm/qwen_sittings.sbatch); a sitting's log and pid: sitting_ARM_sSEED/driver.{log,pid}.
 # SEEDS: none by default (base, SFT and its evaluation only). ARMS (default "seal vanilla"; add full_loop for
@@ -283,13 +284,14 @@ timed() {  # timed DIR PHASE COMMAND...: the command unless DIR/PHASE holds its 
   log "phase $phase: $(cat "$dir/$phase") s"
 }
 
-arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPUS RUN: the arm with val and test before and after
+arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPU_LIST RUN: the arm with val and test before and after
   local steps=${STEPS:-16}
   [ -f "experiments/$5/trained.json" ] && return 0
   # a launch a job's limit stopped has no checkpoint to resume: it is set aside, so its metrics do not count
   [ -d "experiments/$5" ] && mv "experiments/$5" "experiments/$5.stopped_$(date -u +%Y%m%dT%H%M%SZ)"
-  CUDA_VISIBLE_DEVICES=$(seq -s, 0 $(($4 - 1))) "$py" launcher.py --conf "exp/learn_qwen_$1.yaml" --with-bfcl -- \
-    actor_rollout_ref.model.path="$3" seed="$2" trainer.experiment_name="$5" trainer.n_gpus_per_node="$4" \
+  CUDA_VISIBLE_DEVICES=$4 "$py" launcher.py --conf "exp/learn_qwen_$1.yaml" --with-bfcl -- \
+    actor_rollout_ref.model.path="$3" seed="$2" trainer.experiment_name="$5" \
+    trainer.n_gpus_per_node=$(($(tr -cd , <<< "$4" | wc -c) + 1)) \
     trainer.total_training_steps="$steps" trainer.total_epochs=$(((steps + 7) / 8)) trainer.test_freq="$steps" \
     trainer.save_freq=-1 seal.test_before=true seal.test_after=true 'trainer.logger=[console,file]' \
     > "$state/$5.log" 2>&1
@@ -314,12 +316,12 @@ shared_start() {  # shared_start SEED GPUS: the seed's SFT start, trained once h
   ( flock 9 && train_start "s$1" "$2" 9>&- ) 9> "$state/sft_qwen_s$1.lock"
 }
 
-sitting() {  # sitting MODEL ARMS SEED: arms (comma-separated) x one seed on all of this node's GPUs, one after
-  # another from the seed's one SFT start, each phase timed and skipped when done; each arm its own line
-  local model=$1 seed=$3 gpus=${NGPUS:-$(nvidia-smi -L | wc -l)} sft="sft_qwen_s$3" folder card arm dir
-  local -a names
+sitting() {  # sitting MODEL ARMS SEED: arms (comma-separated) x one seed on this node's GPUs from the seed's one
+  # SFT start, each phase timed and skipped when done; each arm its own line
+  local model=$1 seed=$3 gpus=${NGPUS:-$(nvidia-smi -L | wc -l)} sft="sft_qwen_s$3" folder card arm dir i
+  local -a names pids
   IFS=, read -r -a names <<< "$2"
-  local first="$state/sitting_${names[0]}_s$seed"
+  local first="$state/sitting_${names[0]}_s$seed" n=${#names[@]}
   for arm in "${names[@]}"; do mkdir -p "$state/sitting_${arm}_s$seed/phases" && echo $$ > "$state/sitting_${arm}_s$seed/driver.pid"; done
   if [ -n "${KIT:-}" ]; then  # resumed (maybe on another node): the install again, its environment in this shell
     [ -f "$first/phases/install" ] && { source gpu/gpu_node_install.sh "$KIT" || return 1; }
@@ -330,22 +332,34 @@ sitting() {  # sitting MODEL ARMS SEED: arms (comma-separated) x one seed on all
   [ -f "experiments/$sft/trained.json" ] || { log "$sft: not trained ($state/$sft.log)"; return 1; }
   folder=$(ls -d "experiments/$sft"/checkpoints/global_step_*/huggingface | sort -V | tail -1)
   card=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
-  for arm in "${names[@]}"; do
-    dir="$state/sitting_${arm}_s$seed"
+  # where the GPUs divide into one equal group an arm, the arms run at once (the same GPU count each); else
+  # each on all of them, in turn
+  local together=0 failed=0
+  if [ "${ARMS_AT_ONCE:-1}" = 1 ] && [ "$n" -gt 1 ] && [ $((gpus % n)) -eq 0 ]; then together=1; fi
+  for ((i = 0; i < n; i++)); do
+    dir="$state/sitting_${names[i]}_s$seed"
     # the install and the start each line counts are the ones it used, spent once on this node
     for phase in install sft; do
       [ -f "$first/phases/$phase" ] && [ ! -f "$dir/phases/$phase" ] && cp "$first/phases/$phase" "$dir/phases/"
     done
-    one_arm "$arm" "$seed" "$folder" "$gpus" "$card" "$dir" || return 1
+    if [ "$together" = 1 ]; then
+      one_arm "${names[i]}" "$seed" "$folder" "$(seq -s, $((i * gpus / n)) $(((i + 1) * gpus / n - 1)))" \
+        "$card" "$dir" & pids+=($!)
+    else
+      one_arm "${names[i]}" "$seed" "$folder" "$(seq -s, 0 $((gpus - 1)))" "$card" "$dir" || return 1
+    fi
   done
+  for i in "${pids[@]}"; do wait "$i" || failed=1; done
+  return $failed
 }
 
-one_arm() {  # one_arm ARM SEED SFT_FOLDER GPUS CARD DIR: the arm's launch, its line and its archive
+one_arm() {  # one_arm ARM SEED SFT_FOLDER GPU_LIST CARD DIR: the arm's launch, its line and its archive
   local run="learn_qwen_$1_s$2_sitting"
   timed "$6/phases" arm arm_launch "$1" "$2" "$3" "$4" "$run" || return 1
   [ -f "$6/phases/arm_steps" ] || split_arm_phases "$run" "$6/phases"
   if [ ! -f "$6/line.json" ]; then
-    "$py" -m seal.reports.sitting --arm "$1" --seed "$2" --card "$5" --gpus "$4" --run "experiments/$run" \
+    "$py" -m seal.reports.sitting --arm "$1" --seed "$2" --card "$5" --gpus "$(($(tr -cd , <<< "$4" | wc -c) + 1))" \
+      --run "experiments/$run" \
       --phases "$6/phases" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
       > "$6/line.json.partial" && mv "$6/line.json.partial" "$6/line.json" || return 1
     cat "$6/line.json" >> "$state/runs.jsonl"

@@ -34,15 +34,16 @@ from pathlib import Path
 args = sys.argv[1:]
 
 
-def together():
-    \"\"\"Waits until BARRIER launches have started (or 10 s): whether they ran at once.\"\"\"
-    folder = Path(os.environ["BARRIER_DIR"])
-    folder.mkdir(exist_ok=True)
+def together(name="BARRIER"):
+    \"\"\"Waits until $name launches (SFT starts with BARRIER, arms with ARM_BARRIER) have started (or 10 s):
+    whether they ran at once.\"\"\"
+    folder, count = Path(os.environ["BARRIER_DIR"]) / name, int(os.environ[name])
+    folder.mkdir(parents=True, exist_ok=True)
     (folder / str(os.getpid())).touch()
     deadline = time.monotonic() + 10
-    while len(list(folder.iterdir())) < int(os.environ["BARRIER"]) and time.monotonic() < deadline:
+    while len(list(folder.iterdir())) < count and time.monotonic() < deadline:
         time.sleep(0.02)
-    return len(list(folder.iterdir())) >= int(os.environ["BARRIER"])
+    return len(list(folder.iterdir())) >= count
 
 
 if args[0] == "-c" and "find_spec" in args[1]:  # need_stack's look-up of vLLM and verl
@@ -81,7 +82,8 @@ def train_arm():
     lines = [{{"step": 1, "data": {{"timing_s/step": 2.0}}}}, {{"step": 2, "data": {{"timing_s/test": 3.0}}}}]
     (run / "metrics" / "launch.jsonl").write_text("".join(json.dumps(line) + "\\n" for line in lines))
     (run / "test_report.json").write_text("{{}}")
-    (run / "trained.json").write_text("{{}}")
+    at_once = "ARM_BARRIER" not in os.environ or together("ARM_BARRIER")
+    (run / "trained.json").write_text(json.dumps({{"together": at_once}}))
 
 
 def serve():
@@ -523,25 +525,38 @@ def test_sittings_at_once_on_one_disk_train_each_seed_s_start_once_and_keep_thei
     assert not (work / "experiments/qwen/driver.pid").exists()
 
 
-def test_a_sitting_of_two_arms_runs_them_in_turn_from_one_start_each_line_counting_it(tmp_path):
+@pytest.mark.parametrize(
+    ("settings", "gpus"),
+    [
+        ({"NGPUS": "4", "ARM_BARRIER": "2"}, ["0,1", "2,3"]),
+        ({"NGPUS": "4", "ARMS_AT_ONCE": "0"}, ["0,1,2,3"] * 2),
+    ],
+    ids=["at once, two GPUs each", "in turn, all four each"],
+)
+def test_a_sitting_of_two_arms_trains_one_start_then_the_arms_each_line_counting_it(tmp_path, settings, gpus):
     work, record, env = project(tmp_path)
-    done = script(work, {**env, "NGPUS": "4"}, "sitting", str(tmp_path / "model"), "vanilla,seal", "2")
+    done = script(work, {**env, **settings}, "sitting", str(tmp_path / "model"), "vanilla,seal", "2")
     assert done.returncode == 0, done.stderr
-    assert [experiment(c["argv"]) for c in launches(record)] == [
-        "sft_qwen_s2",
-        "learn_qwen_vanilla_s2_sitting",
-        "learn_qwen_seal_s2_sitting",
-    ]
-    assert all(c["gpus"] == "0,1,2,3" for c in launches(record))
+    sft, *arms = launches(record)
+    assert experiment(sft["argv"]) == "sft_qwen_s2" and sft["gpus"] == "0,1,2,3"
+    arms = {experiment(c["argv"]): c for c in arms}
+    assert sorted(arms) == ["learn_qwen_seal_s2_sitting", "learn_qwen_vanilla_s2_sitting"]
+    for arm, expected in zip(("vanilla", "seal"), gpus, strict=True):
+        launch = arms[f"learn_qwen_{arm}_s2_sitting"]
+        assert launch["gpus"] == expected
+        assert f"trainer.n_gpus_per_node={expected.count(',') + 1}" in launch["argv"]
+        trained = json.loads((work / f"experiments/learn_qwen_{arm}_s2_sitting/trained.json").read_text())
+        assert trained == {"together": True}  # with ARM_BARRIER: both launches were running at once
     phases = {arm: work / f"experiments/qwen/sitting_{arm}_s2/phases" for arm in ("vanilla", "seal")}
     assert (phases["seal"] / "sft").read_text() == (phases["vanilla"] / "sft").read_text()
     for arm, folder in phases.items():
         assert sorted(p.name for p in folder.iterdir()) == ["arm", "arm_startup", "arm_steps", "sft", "test"]
-        log = (folder.parent / "driver.log").read_text()
-        assert f"sitting {arm} seed 2:" in log
+        assert f"sitting {arm} seed 2:" in (folder.parent / "driver.log").read_text()
         assert (work / f"experiments/qwen/sitting_{arm}_s2.tar.gz").is_file()
+    reports = [c["argv"] for c in calls(record) if c["argv"][:2] == ["-m", "seal.reports.sitting"]]
+    assert sorted(value(r, "--gpus") for r in reports) == sorted(str(g.count(",") + 1) for g in gpus)
     lines = [json.loads(line) for line in (work / "experiments/qwen/runs.jsonl").read_text().splitlines()]
-    assert [line["arm"] for line in lines] == ["vanilla", "seal"]
+    assert sorted(line["arm"] for line in lines) == ["seal", "vanilla"]
 
 
 @pytest.mark.parametrize(
