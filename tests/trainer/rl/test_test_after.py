@@ -10,6 +10,7 @@ metrics as verl does; the loaders themselves are verl's, over the real parquet f
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from torchdata.stateful_dataloader import StatefulDataLoader
@@ -190,25 +191,27 @@ def test_a_test_before_alone_writes_no_report_and_a_resumed_launch_tests_nothing
     assert not (tmp_path / "run" / "test_report.json").exists()
 
 
-def test_the_test_before_needs_the_validation_before_training():
-    config = compose_experiment(
-        PROJECT_ROOT / "exp" / "SEAL.yaml", ["seal.test_before=true", "trainer.val_before_train=false"]
-    )
-    with pytest.raises(
-        ExperimentError, match=r"trainer.val_before_train=False: with seal.test_before, allowed: true"
-    ):
+@pytest.mark.parametrize(
+    ("option", "bad", "good", "says"),
+    [
+        (
+            "test_after",
+            "trainer.test_freq=-1",
+            ("test_freq", 8),
+            "trainer.test_freq=-1: with seal.test_after",
+        ),
+        (
+            "test_before",
+            "trainer.val_before_train=false",
+            ("val_before_train", True),
+            "trainer.val_before_train=False: with seal.test_before",
+        ),
+    ],
+    ids=["after needs a validated last step", "before needs the validation before training"],
+)
+def test_each_option_needs_the_validation_its_pass_follows(option, bad, good, says):
+    config = compose_experiment(PROJECT_ROOT / "exp" / "SEAL.yaml", [f"seal.{option}=true", bad])
+    with pytest.raises(ExperimentError, match=re.escape(says)):
         check_values(config)
-    config.trainer.val_before_train = True
-    assert check_values(config).test_before
-
-
-def test_the_option_needs_a_validated_last_step():
-    config = compose_experiment(
-        PROJECT_ROOT / "exp" / "SEAL.yaml", ["seal.test_after=true", "trainer.test_freq=-1"]
-    )
-    with pytest.raises(
-        ExperimentError, match=r"trainer.test_freq=-1: with seal.test_after, allowed: an integer"
-    ):
-        check_values(config)
-    config.trainer.test_freq = 8
-    assert check_values(config).test_after
+    config.trainer[good[0]] = good[1]
+    assert getattr(check_values(config), option)
