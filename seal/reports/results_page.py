@@ -136,11 +136,6 @@ def paired_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
     ]
 
 
-def test_gain(sitting: Sitting) -> float | None:
-    """Test after − test before, where the sitting played the test split before its first step."""
-    return None if sitting.test_before is None else sitting.test_after - sitting.test_before
-
-
 def gain_split(members: Sequence[Sitting]) -> str:
     """The split RL's gain over the start is judged on: test (300 tasks) where every sitting measured it
     before and after, else val (100 tasks)."""
@@ -170,7 +165,9 @@ def arm_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
                 "gain (points)": pm(mean_std(s.val_after - s.val_before for s in members), 100),
                 "test before": pm(mean_std(s.test_before for s in members), 100),
                 "test after": pm(mean_std(s.test_after for s in members), 100),
-                "test gain (points)": pm(mean_std(test_gain(s) for s in members), 100),
+                "test gain (points)": pm(
+                    mean_std(gain(s, "test") for s in members if s.test_before is not None), 100
+                ),
                 "mixed groups": pm(mean_std(s.mixed_share_mean for s in members), digits=2),
                 "sitting min": pm(mean_std(s.sitting_s / 60 for s in members)),
             }
