@@ -116,7 +116,11 @@ def sitting(tmp_path: Path, task: str, **settings: str) -> subprocess.CompletedP
     model = tmp_path / "model"
     model.mkdir(exist_ok=True)
     (model / "config.json").write_text("{}")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") and k not in ("ARMS", "KIT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SLURM_") and k not in ("ARMS", "KIT", "PER_TASK")
+    }
     env |= {"SLURM_JOB_ID": "4242", "SLURM_ARRAY_TASK_ID": task, "SLURM_SUBMIT_DIR": str(ROOT)}
     env |= {"SEAL_SLURM_RENDER": "1", "MODEL": str(model), **settings}
     return subprocess.run(
@@ -129,8 +133,9 @@ def sitting(tmp_path: Path, task: str, **settings: str) -> subprocess.CompletedP
     [
         ({}, [("vanilla", 1), ("vanilla", 2), ("vanilla", 3), ("seal", 1), ("seal", 2), ("seal", 3)]),
         ({"ARMS": "full_loop"}, [("full_loop", 1), ("full_loop", 2), ("full_loop", 3)]),
+        ({"PER_TASK": "seed"}, [("vanilla,seal", 1), ("vanilla,seal", 2), ("vanilla,seal", 3)]),
     ],
-    ids=["default", "full_loop"],
+    ids=["default", "full_loop", "a seed a task"],
 )
 def test_array_task_i_runs_the_sitting_of_its_arm_and_seed_from_the_submit_folder(tmp_path, arms, campaign):
     for task, (arm, seed) in enumerate(campaign):
@@ -147,7 +152,8 @@ def test_array_task_i_runs_the_sitting_of_its_arm_and_seed_from_the_submit_folde
             arm,
             str(seed),
         ]
-        assert (ROOT / command[1]).is_file() and (ROOT / "exp" / f"learn_qwen_{arm}.yaml").is_file()
+        assert (ROOT / command[1]).is_file()
+        assert all((ROOT / "exp" / f"learn_qwen_{name}.yaml").is_file() for name in arm.split(","))
 
 
 @pytest.mark.parametrize(
@@ -162,6 +168,8 @@ def test_array_task_i_runs_the_sitting_of_its_arm_and_seed_from_the_submit_folde
         ("0", {"MODEL": "/nonexistent/model"}, "not a model folder"),
         ("0", {"KIT": "/nonexistent/kit"}, "KIT"),
         ("0", {"ARMS": " "}, "ARMS"),
+        ("3", {"PER_TASK": "seed"}, "tasks 0-2"),
+        ("0", {"PER_TASK": "pair"}, "PER_TASK=pair"),
     ],
 )
 def test_a_bad_task_or_setting_is_refused_in_one_line(tmp_path, task, settings, named):
