@@ -361,7 +361,7 @@ one_arm() {  # one_arm ARM SEED SFT_FOLDER GPU_LIST CARD DIR: the arm's launch, 
     "$py" -m seal.reports.sitting --arm "$1" --seed "$2" --card "$5" --gpus "$(($(tr -cd , <<< "$4" | wc -c) + 1))" \
       --run "experiments/$run" \
       --phases "$6/phases" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-      > "$6/line.json.partial" && mv "$6/line.json.partial" "$6/line.json" || return 1
+      --task-scores "$6/task_scores.csv" > "$6/line.json.partial" && mv "$6/line.json.partial" "$6/line.json" || return 1
     cat "$6/line.json" >> "$state/runs.jsonl"
   fi
   pack_sitting "$1" "$2" "$run" "$6"
@@ -374,6 +374,7 @@ pack_sitting() {  # pack_sitting ARM SEED RUN DIR: the sitting's small files as 
   local to="$stage/results/qwen_coder_1_5b/$name" run="experiments/$3" sft="experiments/sft_qwen_s$2"
   mkdir -p "$to"
   cp "$4/line.json" "$to/result.json"
+  [ -f "$4/task_scores.csv" ] && cp "$4/task_scores.csv" "$to/"
   cat "$sft"/metrics/*.jsonl > "$to/sft_metrics.jsonl" 2>/dev/null
   mkdir -p "$to/metrics" && cat "$run"/metrics/*.jsonl > "$to/metrics/arm.jsonl"  # the arm's, as runs.jsonl's files
   cp "$run/test_report.json" "$to/"

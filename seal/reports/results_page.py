@@ -30,7 +30,8 @@ import pandas as pd
 
 from seal.bfcl.tasks import CATEGORIES
 from seal.reports.compare import markdown, mean_std, metrics_lines, pm, read_steps
-from seal.results.campaign import ARMS, Campaign, Sitting
+from seal.reports.sitting import TASK_SCORES
+from seal.results.campaign import ARMS, Campaign, CampaignError, Sitting
 from seal.results.tables import SHORT_NAMES
 
 BEGIN = (
@@ -219,6 +220,55 @@ def verdict(sittings: Sequence[Sitting]) -> str:
     return f"{seal_part}, and {rl_part} (gain {gains}, points){tail}"
 
 
+def sign_test(gained: int, lost: int) -> float:
+    """Two-sided exact sign test of `gained` against `lost` (ties left out): the chance of a split at least
+    this uneven if a changed task were as likely to go either way."""
+    n, k = gained + lost, min(gained, lost)
+    if n == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+
+
+def test_flips(campaign: Campaign, sitting: Sitting) -> tuple[int, int, int] | None:
+    """The sitting's test tasks that failed before training and pass after, the reverse, and the unchanged,
+    from its `task_scores.csv`; None where it holds no test pass before and after."""
+    path = campaign.folder / sitting.files / TASK_SCORES
+    if not path.is_file():
+        return None
+    try:
+        scores = pd.read_csv(path)
+        test = scores[scores["split"] == "test"].pivot(index="task_id", columns="when", values="score")
+    except (ValueError, KeyError) as exc:
+        raise CampaignError(f"{path}: not a task-scores file ({' '.join(str(exc).split())})") from None
+    if not {"before", "after"} <= set(test.columns):
+        return None
+    before, after = test["before"] >= 1, test["after"] >= 1
+    gained, lost = int((~before & after).sum()), int((before & ~after).sum())
+    return gained, lost, len(test) - gained - lost
+
+
+def flip_rows(campaign: Campaign) -> list[dict[str, str]]:
+    """Per arm, summed over its sittings with per-task test scores before and after: tasks gained, lost and
+    unchanged, and the sign test of gained against lost."""
+    rows = []
+    for arm, members in by_arm(campaign.sittings).items():
+        counted = [f for f in (test_flips(campaign, s) for s in members) if f is not None]
+        if not counted:
+            continue
+        gained, lost, same = (sum(f[i] for f in counted) for i in range(3))
+        rows.append(
+            {
+                "arm": ARM_NAMES[arm],
+                "sittings": str(len(counted)),
+                "gained (fail → pass)": str(gained),
+                "lost (pass → fail)": str(lost),
+                "unchanged": str(same),
+                "sign test p": f"{sign_test(gained, lost):.3f}",
+            }
+        )
+    return rows
+
+
 @dataclass(frozen=True)
 class Curves:
     """One sitting's per-step numbers from its metrics: train reward, mixed share, A-Patch's factors, and
@@ -390,6 +440,18 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
             else "No seed has both arms yet.",
         ),
         ("What RL did, per arm (mean ± std over seeds)", markdown(arm_rows(sittings))),
+        (
+            "Task by task on test, before → after training",
+            "Each test task's greedy outcome before the first step and after the last, from the sittings' "
+            f"`{TASK_SCORES}`, summed over an arm's sittings; the sign test asks whether the tasks that "
+            "changed went one way more often than chance would.\n\n"
+            + (
+                markdown(flips)
+                if (flips := flip_rows(campaign))
+                else "None yet: no sitting holds per-task test scores before and after training "
+                "(the sittings with `seal.test_before` write them)."
+            ),
+        ),
         ("Curves", picture),
         ("A-Patch's factors on mixed groups", f"{factors}\n\n{apatch}" if apatch else f"{factors}\n\n{none}"),
         ("The sittings", markdown(sitting_rows(sittings)) if sittings else none),

@@ -30,12 +30,14 @@ from typing import Any
 import pandas as pd
 
 from seal.reports.compare import read_steps
-from seal.reports.runs import CHECKPOINT_PREFIX, read_dump, test_scores, validation_history
+from seal.reports.runs import CHECKPOINT_PREFIX, dump_rows, read_dump, test_scores, validation_history
 from seal.results.pass_rate import SplitScore
 
 MIXED_SHARE = "seal/groups/mixed_share"
 """The trainer's per-step share of GRPO groups whose rewards differ (seal/trainer/rl/closed_loop.py)."""
 PHASES = ("install", "sft", "arm_startup", "arm_steps", "test")
+TASK_SCORES = "task_scores.csv"
+"""Beside the line in a sitting's files: each task's greedy score before and after training, per split."""
 
 
 class SittingError(ValueError):
@@ -83,6 +85,29 @@ def sitting_line(identity: dict[str, Any], run: Path, phases: dict[str, int]) ->
     return line
 
 
+def task_scores(run: Path) -> pd.DataFrame:
+    """Each task's greedy score before and after training (`split`, `when`, `task_id`, `score`): val from the
+    first and the last validation dump, test from the step-0 and the last test pass where they ran. The
+    per-task view behind the line's means, for a paired test of before against after."""
+    val = sorted((int(p.stem), p) for p in (run / "validation").glob("*.jsonl") if p.stem.isdigit())
+    tested = sorted(
+        (int(folder.name.removeprefix(CHECKPOINT_PREFIX)), folder)
+        for folder in (run / "test").glob(f"{CHECKPOINT_PREFIX}*")
+        if folder.name.removeprefix(CHECKPOINT_PREFIX).isdigit()
+    )
+    dumps = {}
+    if val:
+        dumps["val", "before"], dumps["val", "after"] = val[0][1], val[-1][1]
+    for step, folder in tested:
+        dumps["test", "before" if step == 0 else "after"] = folder / f"{step}.jsonl"
+    rows = [
+        {"split": split, "when": when, "task_id": row.get("task_id") or row.get("gts"), "score": row["score"]}
+        for (split, when), path in dumps.items()
+        for row in dump_rows(path)
+    ]
+    return pd.DataFrame(rows, columns=["split", "when", "task_id", "score"])
+
+
 def _scored(name: str, mean: float | None, by_category: dict[str, float] | None) -> dict[str, Any]:
     return {name: mean, f"{name}_by_category": by_category}
 
@@ -107,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", type=Path, required=True, help="the arm's run folder")
     parser.add_argument("--phases", type=Path, required=True, help="folder of one seconds file per phase")
     parser.add_argument("--commit", required=True, help="the project's commit the sitting ran")
+    parser.add_argument(
+        "--task-scores", type=Path, help=f"also write each task's score before and after here ({TASK_SCORES})"
+    )
     args = parser.parse_args(argv)
     day = datetime.now(UTC).date().isoformat()
     identity = {
@@ -120,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         line = sitting_line(identity, args.run, read_phases(args.phases))
+        if args.task_scores is not None:
+            task_scores(args.run).to_csv(args.task_scores, index=False)
     except (OSError, ValueError, KeyError) as exc:
         print(f"sitting: {exc}", file=sys.stderr)
         return 1

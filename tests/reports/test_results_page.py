@@ -5,15 +5,17 @@ spreads, the paired SEAL − vanilla differences and the verdict follow from the
 from __future__ import annotations
 
 import json
+import math
 import random
 import statistics
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from seal.bfcl.tasks import CATEGORIES
+from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.reports import results_page
-from seal.results.campaign import RUNS, read_campaign
+from seal.results.campaign import RUNS, CampaignError, read_campaign
 from seal.results.tables import SHORT_NAMES
 from tests.support.script_module import load_script
 
@@ -213,6 +215,49 @@ def test_rl_against_the_start_is_judged_on_test_where_every_sitting_of_the_arm_t
         (row["arm"], row["seed"]): row["test before"] for row in results_page.sitting_rows(campaign.sittings)
     }
     assert shown["vanilla", "1"] == "—" and shown["SEAL", "1"] == f"{100 * lines[3]['test_before']:.1f}"
+
+
+def write_task_scores(results: Path, line: dict, before: list[int], after: list[int]) -> None:
+    """A sitting's task_scores.csv with those test outcomes (one per test task, in order) and val rows."""
+    tasks = split_ids("test")[: len(before)]
+    rows = [("test", "before", t, b) for t, b in zip(tasks, before, strict=True)]
+    rows += [("test", "after", t, a) for t, a in zip(tasks, after, strict=True)]
+    rows += [("val", when, split_ids("val")[0], 1.0) for when in ("before", "after")]
+    frame = pd.DataFrame(rows, columns=["split", "when", "task_id", "score"])
+    frame.to_csv(results / line["files"] / "task_scores.csv", index=False)
+
+
+def test_task_by_task_each_arm_sums_its_sittings_flips_on_test_with_a_sign_test(tmp_path):
+    lines = campaign_lines()
+    results = write_results(tmp_path, lines)
+    for line in lines[3:]:  # SEAL: 5 gained, 1 lost, 4 unchanged a seed
+        write_task_scores(results, line, [0] * 5 + [1] + [1, 0, 1, 0], [1] * 5 + [0] + [1, 0, 1, 0])
+    write_task_scores(results, lines[0], [1, 1], [1, 0])  # vanilla seed 1 only; seeds 2 and 3 hold none
+    campaign = read_campaign(results)
+    rows = {row["arm"]: row for row in results_page.flip_rows(campaign)}
+    assert rows["SEAL"] == {
+        "arm": "SEAL",
+        "sittings": "3",
+        "gained (fail → pass)": "15",
+        "lost (pass → fail)": "3",
+        "unchanged": "12",
+        "sign test p": f"{2 * sum(math.comb(18, i) for i in range(4)) / 2**18:.3f}",
+    }
+    assert (rows["vanilla"]["sittings"], rows["vanilla"]["lost (pass → fail)"]) == ("1", "1")
+    assert rows["vanilla"]["sign test p"] == "1.000"
+    assert "| SEAL | 3 | 15 | 3 | 12 |" in results_page.render(campaign, [], "f.png")
+
+
+def test_a_task_scores_file_without_a_test_before_counts_no_flips_and_a_broken_one_is_named(tmp_path):
+    lines = campaign_lines()
+    results = write_results(tmp_path, lines)
+    pd.DataFrame({"split": ["test"], "when": ["after"], "task_id": ["t"], "score": [1.0]}).to_csv(
+        results / lines[0]["files"] / "task_scores.csv", index=False
+    )
+    assert results_page.flip_rows(read_campaign(results)) == []
+    (results / lines[1]["files"] / "task_scores.csv").write_text("not,a\nscores,file\n")
+    with pytest.raises(CampaignError, match=r"task_scores.csv: not a task-scores file"):
+        results_page.flip_rows(read_campaign(results))
 
 
 def test_the_verdict_waits_for_three_seeds_and_says_when_the_arms_do_not_separate(tmp_path):

@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
@@ -92,6 +93,30 @@ def test_the_test_before_training_is_the_step_0_dump_and_null_where_the_launch_p
     assert sitting.main(argv) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["test_before"] == pytest.approx(6 / 75)
+
+
+def test_the_task_scores_are_each_task_s_outcome_before_and_after_per_split(run, argv, tmp_path, capsys):
+    write_dump(run / "test" / "global_step_0", 0, "test", 6)
+    assert sitting.main([*argv, "--task-scores", str(tmp_path / "scores.csv")]) == 0
+    scores = pd.read_csv(tmp_path / "scores.csv")
+    passed = scores.groupby(["split", "when"])["score"].sum().to_dict()
+    counts = scores.groupby(["split", "when"]).size().to_dict()
+    assert passed == {
+        ("test", "after"): 60,
+        ("test", "before"): 24,
+        ("val", "after"): 12,
+        ("val", "before"): 4,
+    }
+    assert counts == {
+        ("test", "after"): 300,
+        ("test", "before"): 300,
+        ("val", "after"): 100,
+        ("val", "before"): 100,
+    }
+    test = scores[scores["split"] == "test"].pivot(index="task_id", columns="when", values="score")
+    assert sorted(test.index) == sorted(split_ids("test"))
+    assert ((test["before"] == 1) <= (test["after"] == 1)).all()  # the first 6 of a category pass, then 15
+    assert json.loads(capsys.readouterr().out)["test_before"] == pytest.approx(24 / 300)
 
 
 def test_the_command_prints_one_line_the_page_reads_and_no_score_phase(argv, tmp_path, capsys):
