@@ -5,6 +5,7 @@ then the modules with a long shared set-up, then the rest (`run_order`)."""
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,6 +65,16 @@ def pytest_runtest_teardown(nextitem: pytest.Item | None) -> None:
     of a core) to the end of the run; a later `local_ray` module would start it again."""
     if nextitem is None or nextitem.get_closest_marker(LOCAL_RAY) is None:
         ray_session.stop()
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A loopback port where every connection is refused for the whole test: bound, never listened on, and
+    held, so no other process (a server of a test running beside this one) can take it. A port that was
+    merely free when asked for can be taken before the test connects, and then something answers."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

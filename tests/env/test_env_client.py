@@ -270,8 +270,8 @@ async def test_proxy_settings_in_the_environment_are_ignored(http, monkeypatch):
         assert (await client.health())["status"] == "ok"
 
 
-async def test_refused_connections_are_retried_then_unavailable_within_the_timeout():
-    url = f"http://127.0.0.1:{free_port()}"
+async def test_refused_connections_are_retried_then_unavailable_within_the_timeout(refused_port):
+    url = f"http://127.0.0.1:{refused_port}"
     client = HttpEnvClient(url, timeout=5, retries=2, backoff=0.05)
     start = time.monotonic()
     with pytest.raises(EnvUnavailableError) as caught:

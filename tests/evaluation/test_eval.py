@@ -15,7 +15,6 @@ from seal.bfcl.calls import ToolCall
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import CATEGORIES, category_of, get_task, split_ids
 from seal.env.episode import Episode
-from seal.env.process import free_port
 from seal.evaluation.budget import tokenizer_tools
 from seal.evaluation.command import add_eval_arguments, build_request, run_eval_command
 from seal.evaluation.endpoint import ChatEndpoint, EndpointError, RetryPolicy
@@ -250,15 +249,15 @@ def assert_refused_in_seconds(
     return err.strip()
 
 
-def test_an_unreachable_endpoint_fails_the_preflight_in_seconds(tmp_path, capsys):
-    url = f"http://127.0.0.1:{free_port()}/v1"
+def test_an_unreachable_endpoint_fails_the_preflight_in_seconds(tmp_path, capsys, refused_port):
+    url = f"http://127.0.0.1:{refused_port}/v1"
     said = f"connection refused at {url}/models: is the endpoint (--base-url) running?"
     line = assert_refused_in_seconds(url, tmp_path / "down", capsys, said, "--retries", "5")
     assert "ConnectError" not in line and "ConnectTimeout" not in line
 
 
-async def test_a_refused_completion_is_named_as_refused():
-    url = f"http://127.0.0.1:{free_port()}/v1"
+async def test_a_refused_completion_is_named_as_refused(refused_port):
+    url = f"http://127.0.0.1:{refused_port}/v1"
     async with ChatEndpoint(url, "m", max_tokens=8, policy=RetryPolicy(retries=1, backoff=0.01)) as endpoint:
         with pytest.raises(EndpointError) as caught:
             await endpoint.complete([{"role": "user", "content": "hi"}])

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from seal.env.process import free_port
 from seal.trainer.launch import command as launcher
 from seal.urls import masked_text, masked_values
 from tests.support.launcher_stand_in import stand_in_entry
@@ -37,9 +36,11 @@ def test_urls_in_text_and_in_nested_values_are_masked():
     assert masked_values(value) == {"a": ["http://***@h:3", 3, None], "b": "plain text, no URL"}
 
 
-def test_a_dry_run_that_starts_its_own_service_never_prints_the_password(capsys, monkeypatch, tmp_path):
+def test_a_dry_run_that_starts_its_own_service_never_prints_the_password(
+    capsys, monkeypatch, tmp_path, refused_port
+):
     monkeypatch.chdir(tmp_path)
-    silent = keyed(f"http://127.0.0.1:{free_port()}/")
+    silent = keyed(f"http://127.0.0.1:{refused_port}/")
     assert launcher.main(["--conf", SEAL, "--dry-run", "--env-url", silent]) == 0
     printed = capsys.readouterr()
     assert SECRET not in printed.out + printed.err

@@ -109,8 +109,8 @@ def env(**extra: str) -> dict[str, str]:
 
 
 # -- dry runs ---------------------------------------------------------------------------------------
-def test_dry_run_of_seal_from_the_command_line_prints_table_4(tmp_path):
-    silent = f"http://127.0.0.1:{free_port()}"  # nothing answers there: the launcher starts a service
+def test_dry_run_of_seal_from_the_command_line_prints_table_4(tmp_path, refused_port):
+    silent = f"http://127.0.0.1:{refused_port}"  # nothing answers there: the launcher starts a service
     done = subprocess.run(
         [sys.executable, str(ROOT / "launcher.py"), "--conf", SEAL, "--dry-run", "--env-url", silent],
         cwd=tmp_path,

@@ -498,9 +498,11 @@ async def test_a_trajectory_whose_environment_fails_once_is_played_again_from_th
     assert got.trained_tokens == sum(sample(batch, 0)[2]) > 0
 
 
-async def test_an_unreachable_service_gives_well_formed_zero_reward_trajectories(folder, tokenizer):
+async def test_an_unreachable_service_gives_well_formed_zero_reward_trajectories(
+    folder, tokenizer, refused_port
+):
     plans = {("multi_turn_base_0", "train"): ground_truth_actions("multi_turn_base_0")}
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{refused_port}"
     start = time.monotonic()
     batch, server = await generate(
         folder,
