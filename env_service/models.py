@@ -69,11 +69,16 @@ class Error(BaseModel):
 
 
 class Health(BaseModel):
+    """`GET /healthz`: the service is up, what it holds, and which process answers (`pid`: a launcher that
+    started a service on a port checks the answer is its own child's, not another service's that took the
+    port while its child started)."""
+
     status: Literal["ok"]
     tasks: int
     episodes_open: int
     interface_version: int
     taxonomy: str
+    pid: int
 
 
 class TaskList(BaseModel):

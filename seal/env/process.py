@@ -40,11 +40,23 @@ def free_port(host: str = LOOPBACK) -> int:
 
 def is_healthy(url: str, timeout_s: float = 2.0) -> bool:
     """Whether a service answers `GET {url}/healthz` with 200 (proxies from the environment ignored)."""
+    return answering_pid(url, timeout_s) is not None
+
+
+def answering_pid(url: str, timeout_s: float = 2.0) -> int | None:
+    """The process that answers `GET {url}/healthz` with 200 (-1 for a service that does not say), or None
+    where none does."""
     try:
         response = httpx.get(f"{url.rstrip('/')}/healthz", timeout=timeout_s, trust_env=False)
     except httpx.HTTPError:
-        return False
-    return response.status_code == 200
+        return None
+    if response.status_code != 200:
+        return None
+    try:
+        pid = response.json().get("pid")
+    except (ValueError, AttributeError):
+        return -1
+    return pid if isinstance(pid, int) else -1
 
 
 def service_command(host: str, port: int, flags: Sequence[str] = ()) -> list[str]:
@@ -135,7 +147,13 @@ def _wait_healthy(
                 f"environment service exited with code {process.returncode} while starting: "
                 f"{_last_line(log)}{where}"
             )
-        if is_healthy(url, timeout_s=1.0):
+        answering = answering_pid(url, timeout_s=1.0)
+        if answering == process.pid:
             return
+        if answering is not None:
+            raise ServiceStartError(
+                f"another service (pid {answering}) answers at {url}: the port was taken while this one "
+                f"started; start again{where}"
+            )
         time.sleep(POLL_S)
     raise ServiceStartError(f"environment service at {url} not healthy within {startup_s:g} s{where}")

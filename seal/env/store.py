@@ -193,6 +193,7 @@ class EpisodeStore:
             "episodes_open": self.open_count,
             "interface_version": self._interface.version,
             "taxonomy": self.settings.taxonomy,
+            "pid": os.getpid(),
         }
 
     def list_tasks(self, split: str = "all") -> list[str]:

@@ -4,7 +4,9 @@ the HTTP client's pooling, retries, timeouts and recovery after the service dies
 from __future__ import annotations
 
 import asyncio
+import os
 import pickle
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -15,6 +17,7 @@ import pytest
 from seal.bfcl.calls import ToolCall
 from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.tasks import get_task
+from seal.env import process
 from seal.env.client import (
     EnvClient,
     EnvServiceError,
@@ -23,7 +26,7 @@ from seal.env.client import (
     InProcessEnvClient,
     open_episode,
 )
-from seal.env.process import free_port, running_service
+from seal.env.process import ServiceStartError, free_port, running_service
 from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol import get_protocol
 from seal.protocol.ground_truth import ground_truth_actions
@@ -331,6 +334,19 @@ async def test_an_unanswered_request_fails_within_the_timeout():
             await client.finish("0" * 32)
         assert 0.4 < time.monotonic() - start < 1.5
         await client.aclose()
+
+
+def test_a_starting_service_whose_port_another_service_answers_on_is_refused_not_adopted(
+    live_url, monkeypatch
+):
+    """Its child never answers, while the service already at that port does (this process's, in a thread):
+    `running_service` names the other one and never yields it as its own."""
+    port = int(live_url.rsplit(":", 1)[1])
+    never_answers = [sys.executable, "-c", "import time; time.sleep(60)"]
+    monkeypatch.setattr(process, "service_command", lambda host, port, flags=(): never_answers)
+    said = rf"another service \(pid {os.getpid()}\) answers at http://127\.0\.0\.1:{port}: the port was taken"
+    with pytest.raises(ServiceStartError, match=said), running_service(port=port, startup_s=30):
+        pytest.fail("a service that is not its child was yielded as its own")
 
 
 # -- the service dies and comes back ---------------------------------------------------------------

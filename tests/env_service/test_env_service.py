@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -89,6 +90,7 @@ async def test_healthz_counts_tasks_open_episodes_and_interface_version(api):
         "episodes_open": 0,
         "interface_version": 0,
         "taxonomy": "reference",
+        "pid": os.getpid(),  # the test serves the app in its own process
     }
     await create(api)
     assert (await api.get("/healthz")).json()["episodes_open"] == 1
