@@ -158,7 +158,8 @@ score_checkpoint() {  # score_checkpoint EXP FOLDER GPU TRAINED_ON MIXED [OVERRI
     "$(cat "$state/$exp.train_s" 2>/dev/null || echo 0)" $((SECONDS - began)) "$*" >> "$state/starts.jsonl" <<'PY'
 import json, pathlib, sys, yaml
 dest, exp, step, gpus, card, train_s, score_s, overrides = sys.argv[1:]
-if int(step) != yaml.safe_load(open("exp/sft_qwen.yaml"))["trainer"]["total_training_steps"]:
+shipped = yaml.safe_load(open("exp/sft_qwen.yaml"))["trainer"]["total_training_steps"]
+if int(step) != shipped and "trainer.total_training_steps=" not in overrides:
     overrides = f"trainer.total_training_steps={step} {overrides}".strip()  # the constant lr: step N is that run
 val = json.load(open(f"{dest}_val/summary.json"))
 def summary(name):

@@ -378,22 +378,29 @@ def test_two_specs_train_at_once_each_on_its_gpu_with_its_overrides(tmp_path):
         str(tmp_path / "model"),
         "g1@0",
         "g1b@1+sft.extra_episodes=[]",
+        "g90@2+trainer.total_epochs=1+trainer.total_training_steps=90+trainer.save_freq=90",
     )
     assert done.returncode == 0, done.stderr
     named = {experiment(c["argv"]): c for c in launches(record)}
-    assert sorted(named) == ["sft_qwen_g1", "sft_qwen_g1b"]
+    assert sorted(named) == ["sft_qwen_g1", "sft_qwen_g1b", "sft_qwen_g90"]
+    # a spec that sets its own length is recorded with it once
+    assert start_lines(work)["sft_qwen_g90", 90]["recipe"] == (
+        "exp/sft_qwen.yaml trainer.total_epochs=1 trainer.total_training_steps=90 trainer.save_freq=90"
+    )
+    named.pop("sft_qwen_g90")
     plain, extra = named["sft_qwen_g1"], named["sft_qwen_g1b"]
     assert (plain["gpus"], extra["gpus"]) == ("0", "1")
     assert "sft.extra_episodes=[]" not in plain["argv"] and extra["argv"][-1] == "sft.extra_episodes=[]"
     for exp in ("sft_qwen_g1", "sft_qwen_g1b"):
         assert json.loads((work / "experiments" / exp / "trained.json").read_text()) == {"together": True}
     lines = start_lines(work)
-    assert sorted(lines) == [("sft_qwen_g1", 60), ("sft_qwen_g1b", 60)]
+    assert sorted(lines) == [("sft_qwen_g1", 60), ("sft_qwen_g1b", 60), ("sft_qwen_g90", 90)]
     assert lines["sft_qwen_g1", 60]["recipe"] == "exp/sft_qwen.yaml"
     assert lines["sft_qwen_g1b", 60]["recipe"] == "exp/sft_qwen.yaml sft.extra_episodes=[]"
     assert {folder: call["gpus"] for folder, call in servers(record).items()} == {
         checkpoint("sft_qwen_g1", 60): "0",
         checkpoint("sft_qwen_g1b", 60): "1",
+        checkpoint("sft_qwen_g90", 90): "2",
     }
 
 
