@@ -40,12 +40,12 @@ def free_port(host: str = LOOPBACK) -> int:
 
 def is_healthy(url: str, timeout_s: float = 2.0) -> bool:
     """Whether a service answers `GET {url}/healthz` with 200 (proxies from the environment ignored)."""
-    return answering_pid(url, timeout_s) is not None
+    return health(url, timeout_s) is not None
 
 
-def answering_pid(url: str, timeout_s: float = 2.0) -> int | None:
-    """The process that answers `GET {url}/healthz` with 200 (-1 for a service that does not say), or None
-    where none does."""
+def health(url: str, timeout_s: float = 2.0) -> dict | None:
+    """The body of a 200 answer to `GET {url}/healthz` (empty where it is not a JSON object), or None where
+    nothing answers so."""
     try:
         response = httpx.get(f"{url.rstrip('/')}/healthz", timeout=timeout_s, trust_env=False)
     except httpx.HTTPError:
@@ -53,10 +53,10 @@ def answering_pid(url: str, timeout_s: float = 2.0) -> int | None:
     if response.status_code != 200:
         return None
     try:
-        pid = response.json().get("pid")
-    except (ValueError, AttributeError):
-        return -1
-    return pid if isinstance(pid, int) else -1
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 def service_command(host: str, port: int, flags: Sequence[str] = ()) -> list[str]:
@@ -147,13 +147,13 @@ def _wait_healthy(
                 f"environment service exited with code {process.returncode} while starting: "
                 f"{_last_line(log)}{where}"
             )
-        answering = answering_pid(url, timeout_s=1.0)
-        if answering == process.pid:
+        answer = health(url, timeout_s=1.0)
+        if answer is not None and answer.get("pid") == process.pid:
             return
-        if answering is not None:
+        if answer is not None:
             raise ServiceStartError(
-                f"another service (pid {answering}) answers at {url}: the port was taken while this one "
-                f"started; start again{where}"
+                f"another service (pid {answer.get('pid', 'unknown')}) answers at {url}: the port was taken "
+                f"while this one started; start again{where}"
             )
         time.sleep(POLL_S)
     raise ServiceStartError(f"environment service at {url} not healthy within {startup_s:g} s{where}")

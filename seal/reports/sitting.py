@@ -71,12 +71,8 @@ def sitting_line(identity: dict[str, Any], run: Path, phases: dict[str, int]) ->
     line |= _scored("sft_mixed", float(mixed[1]), None)
     line |= _split("val_before", before) | _split("val_after", history[max(history)])
     line |= _split("test_after", tested)
-    untrained = run / "test" / f"{CHECKPOINT_PREFIX}0" / "0.jsonl"
-    line |= (
-        _split("test_before", read_dump(untrained))
-        if untrained.is_file()
-        else _scored("test_before", None, None)
-    )
+    untrained = score_dumps(run).get(("test", "before"))
+    line |= _split("test_before", read_dump(untrained)) if untrained else _scored("test_before", None, None)
     line["steps"] = len(steps)
     line["mixed_share_mean"] = float(mixed.mean())
     line["mixed_share_by_step"] = [float(x) for x in mixed]
@@ -85,10 +81,9 @@ def sitting_line(identity: dict[str, Any], run: Path, phases: dict[str, int]) ->
     return line
 
 
-def task_scores(run: Path) -> pd.DataFrame:
-    """Each task's greedy score before and after training (`split`, `when`, `task_id`, `score`): val from the
-    first and the last validation dump, test from the step-0 and the last test pass where they ran. The
-    per-task view behind the line's means, for a paired test of before against after."""
+def score_dumps(run: Path) -> dict[tuple[str, str], Path]:
+    """The greedy dumps before and after training, by (split, when): val's first and last validation dump,
+    test's step-0 and last test pass where they ran."""
     val = sorted((int(p.stem), p) for p in (run / "validation").glob("*.jsonl") if p.stem.isdigit())
     tested = sorted(
         (int(folder.name.removeprefix(CHECKPOINT_PREFIX)), folder)
@@ -99,10 +94,17 @@ def task_scores(run: Path) -> pd.DataFrame:
     if val:
         dumps["val", "before"], dumps["val", "after"] = val[0][1], val[-1][1]
     for step, folder in tested:
-        dumps["test", "before" if step == 0 else "after"] = folder / f"{step}.jsonl"
+        if (folder / f"{step}.jsonl").is_file():
+            dumps["test", "before" if step == 0 else "after"] = folder / f"{step}.jsonl"
+    return dumps
+
+
+def task_scores(run: Path) -> pd.DataFrame:
+    """Each task's greedy score before and after training (`split`, `when`, `task_id`, `score`), from
+    `score_dumps`: the per-task view behind the line's means, for a paired test of before against after."""
     rows = [
         {"split": split, "when": when, "task_id": row.get("task_id") or row.get("gts"), "score": row["score"]}
-        for (split, when), path in dumps.items()
+        for (split, when), path in score_dumps(run).items()
         for row in dump_rows(path)
     ]
     return pd.DataFrame(rows, columns=["split", "when", "task_id", "score"])
