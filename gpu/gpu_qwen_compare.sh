@@ -18,7 +18,10 @@
 # checkpoint, served on one of its start's GPUs, gets its greedy val, the last one also 8 samples at temperature 1
 # of the 64 train tasks the arms of seed 1 draw (with VAL_SAMPLES=N also N samples at T=1 of the val tasks: a
 # pass@1 over 100 x N episodes, steadier than 100 greedy ones), and one line in experiments/qwen/starts.jsonl
-# (val, mixed share, pass@1, pass@8, per category, the card, the phases' seconds). A length curve on two GPUs:
+# (val, mixed share, pass@1, pass@8, per category, the card, the phases' seconds). Specs may share a GPU
+# (`a@0 b@0+optim.lr=2e-5` on a node of one): they train at once, and their vLLM servers split its memory and
+# start one at a time; their lines say `gpu_shared_by` (train_s is then not a start's alone). A length curve
+# on two GPUs:
 #   SFT_STEPS=120 SFT_SAVE=30 bash gpu/gpu_qwen_compare.sh starts MODEL_DIR g2@0,1
 #   bash gpu/gpu_qwen_compare.sh evaluate MODEL_DIR NAME SPLIT GPU  # greedy `seal eval` of one model folder
 #                                                 # (e.g. a saved checkpoint) into experiments/qwen/eval_NAME_SPLIT
@@ -54,25 +57,36 @@ window=16384  # Table 4's max_model_len: the evaluations read the window the arm
 
 log() { echo "$(date -u +%H:%M:%S) $*"; }
 
-serve() {  # serve MODEL NAME GPU LOG: vLLM on that GPU at port 8100+GPU, as the arms' rollouts sample; sets `server`
+port() {  # port GPU: the vLLM port of this start (slot, 0 unless starts share GPUs) on that GPU
+  echo $((8100 + $1 + 16 * ${slot:-0}))
+}
+
+serve() {  # serve MODEL NAME GPU LOG: vLLM on that GPU at its port, as the arms' rollouts sample; sets `server`.
+  # Starts that share a GPU (SHARE > 1) each take their share of its memory, and start one at a time (a lock
+  # a GPU), so that one vLLM's memory profile does not count another's allocation as its own
+  local lock="$state/serve_gpu$3.lock" _
+  mkdir -p "$state"
+  exec 9> "$lock"
+  flock 9
   CUDA_VISIBLE_DEVICES=$3 "$py" -m vllm.entrypoints.openai.api_server --model "$1" --served-model-name "$2" \
-    --port $((8100 + $3)) --gpu-memory-utilization 0.85 --max-model-len "$window" --seed 0 --generation-config vllm \
-    > "$4" 2>&1 &
+    --port "$(port "$3")" --gpu-memory-utilization "$(awk -v s="${share:-1}" 'BEGIN { printf "%.3f", 0.85 / s }')" \
+    --max-model-len "$window" --seed 0 --generation-config vllm > "$4" 2>&1 9>&- &
   server=$!
   for _ in $(seq 600); do
-    curl -sf "http://127.0.0.1:$((8100 + $3))/v1/models" > /dev/null && return 0
-    kill -0 $server 2>/dev/null || { log "$2: the vLLM server died ($4)"; return 1; }
+    curl -sf "http://127.0.0.1:$(port "$3")/v1/models" > /dev/null && { exec 9>&-; return 0; }
+    kill -0 $server 2>/dev/null || { log "$2: the vLLM server died ($4)"; exec 9>&-; return 1; }
     sleep 1
   done
   log "$2: the vLLM server did not answer in 600 s ($4)"
   kill $server 2>/dev/null
+  exec 9>&-
   return 1
 }
 
 score() {  # score MODEL NAME GPU DEST [seal eval options]: `seal eval` of the model served on GPU into DEST
   local model=$1 name=$2 gpu=$3 dest=$4
   shift 4
-  "$py" -m seal.cli eval --base-url "http://127.0.0.1:$((8100 + gpu))/v1" --model "$name" --out "$dest" \
+  "$py" -m seal.cli eval --base-url "http://127.0.0.1:$(port "$gpu")/v1" --model "$name" --out "$dest" \
     --official --max-model-len "$window" --tokenizer "$model" "$@" > "$dest.log" 2>&1
 }
 
@@ -155,9 +169,10 @@ score_checkpoint() {  # score_checkpoint EXP FOLDER GPU TRAINED_ON MIXED [OVERRI
   log "$exp step $step: scored on GPU $gpu, exit $status after $((SECONDS - began)) s"
   [ $status = 0 ] || return 1
   "$py" - "$dest" "$exp" "$step" "$trained_on" "$(nvidia-smi --query-gpu=name --format=csv,noheader -i "$gpu")" \
-    "$(cat "$state/$exp.train_s" 2>/dev/null || echo 0)" $((SECONDS - began)) "$*" >> "$state/starts.jsonl" <<'PY'
+    "$(cat "$state/$exp.train_s" 2>/dev/null || echo 0)" $((SECONDS - began)) "${share:-1}" "$*" \
+    >> "$state/starts.jsonl" <<'PY'
 import json, pathlib, sys, yaml
-dest, exp, step, gpus, card, train_s, score_s, overrides = sys.argv[1:]
+dest, exp, step, gpus, card, train_s, score_s, share, overrides = sys.argv[1:]
 shipped = yaml.safe_load(open("exp/sft_qwen.yaml"))["trainer"]["total_training_steps"]
 if int(step) != shipped and "trainer.total_training_steps=" not in overrides:
     overrides = f"trainer.total_training_steps={step} {overrides}".strip()  # the constant lr: step N is that run
@@ -173,6 +188,8 @@ line = {
     "val_by_category": {c: v["pass_rate"] for c, v in val["by_category"].items()},
     "train_s": int(train_s), "score_s": int(score_s),
 }
+if int(share) > 1:
+    line["gpu_shared_by"] = int(share)
 if mixed is not None:
     line |= {
         "mixed": mixed["mixed_share"],
@@ -186,20 +203,27 @@ sys.stdout.write(json.dumps(line) + "\n")  # one write: two GPUs' lines may be a
 PY
 }
 
-each_start() {  # each_start STAGE SPEC...: `STAGE NAME GPUS [OVERRIDE...]` for every spec at once, then waits
-  local stage=$1 spec name gpus pids=() extra
+each_start() {  # each_start STAGE SPEC...: `STAGE NAME GPUS [OVERRIDE...]` for every spec at once (each its own
+  # slot: its vLLM ports), then waits
+  local stage=$1 spec name gpus pids=() extra slot=0
   shift
   for spec in "$@"; do
     name=${spec%%@*}; gpus=${spec#*@}; gpus=${gpus%%+*}
     read -r -a extra <<< "$(tr '+' ' ' <<< "${spec#*@}" | cut -s -d' ' -f2-)"
     "$stage" "$name" "$gpus" "${extra[@]}" & pids+=($!)
+    slot=$((slot + 1))
   done
   wait "${pids[@]}"
 }
 
-drive_starts() {  # drive_starts SPEC...: every start of $model trained at once, then every start scored at once
+drive_starts() {  # drive_starts SPEC...: every start of $model trained at once, then every start scored at once;
+  # `share`, the most starts that name one GPU, divides that GPU's memory between their vLLM servers (and their
+  # training allocates by expandable segments, so that two processes' cached blocks do not crowd each other out)
   mkdir -p "$state"
   echo $$ > "$state/driver.pid"
+  share=$(for spec in "$@"; do gpus=${spec#*@}; tr , '\n' <<< "${gpus%%+*}"; done | sort | uniq -c | sort -rn \
+    | awk 'NR == 1 { print $1 }')
+  [ "$share" -gt 1 ] && export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
   each_start train_start "$@"
   each_start score_start "$@"
   log "driver: done"

@@ -88,7 +88,8 @@ class SftStart:
     pass@1 and pass@N over `val_samples` samples at T=1 each: 100 x N episodes, a steadier measure than
     100 greedy ones for telling close starts apart (absent where not measured). `train_s` (the whole run
     that saved it) and `score_s` are seconds (`score_s` null where not timed), `date` ISO, `commit` the
-    project's commit.
+    project's commit. `gpu_shared_by` counts the starts that trained at once on the same GPUs (absent for a
+    start alone on its GPUs): its seconds are then not those of a start alone.
     """
 
     recipe: Text
@@ -111,6 +112,7 @@ class SftStart:
     val_samples: Count | None = None
     val_pass_at_1: Rate | None = None
     val_pass_at_n: Rate | None = None
+    gpu_shared_by: Count | None = None
 
     @field_validator("val_by_category", "mixed_by_category", "test_by_category")
     @classmethod

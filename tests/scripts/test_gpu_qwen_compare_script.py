@@ -21,6 +21,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from pydantic import TypeAdapter
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.results.campaign import SftStart, read_lines
@@ -50,7 +51,8 @@ if args[0] == "-c" and "find_spec" in args[1]:  # need_stack's look-up of vLLM a
     sys.exit(1 if os.environ.get("NO_STACK") else 0)
 if args[0] in ("-c", "-"):  # the script's own snippets: the real interpreter (stdin is passed on)
     os.execv(sys.executable, [sys.executable, *args])
-call = {{"argv": args, "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid()}}
+call = {{"argv": args, "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid(),
+        "alloc": os.environ.get("PYTORCH_CUDA_ALLOC_CONF")}}
 descriptor = os.open(os.environ["RECORD"], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 os.write(descriptor, (json.dumps(call) + "\\n").encode())
 os.close(descriptor)
@@ -164,7 +166,7 @@ def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     (work / "gpu").mkdir(parents=True)
     (work / "exp").mkdir()
     driver = (ROOT / "gpu" / "gpu_qwen_compare.sh").read_text()
-    assert driver.count("8100 + ") == 3  # serve's port, its readiness check and seal eval's base URL
+    assert driver.count("8100 + ") == 1  # every vLLM port: serve's, its readiness check's, seal eval's
     (work / "gpu" / "gpu_qwen_compare.sh").write_text(driver.replace("8100 + ", f"{free_base_port(4)} + "))
     shutil.copy(ROOT / "gpu" / "gpu_mode_cli.sh", work / "gpu")
     for name in ("sft_qwen.yaml", "learn_qwen_seal.yaml", "learn_qwen_vanilla.yaml"):
@@ -190,7 +192,16 @@ def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
         "BARRIER_DIR": str(tmp_path / "barrier"),
         "PYTHONUNBUFFERED": "1",  # as gpu/gpu_node_install.sh exports it: each print is its own write
     }
-    for name in ("SFT_STEPS", "SFT_SAVE", "VAL_SAMPLES", "DRAW_SEED", "KIT", "NGPUS", "CUDA_VISIBLE_DEVICES"):
+    for name in (
+        "SFT_STEPS",
+        "SFT_SAVE",
+        "VAL_SAMPLES",
+        "DRAW_SEED",
+        "KIT",
+        "NGPUS",
+        "CUDA_VISIBLE_DEVICES",
+        "PYTORCH_CUDA_ALLOC_CONF",
+    ):
         env.pop(name, None)
     return work, tmp_path / "calls.jsonl", env
 
@@ -402,6 +413,44 @@ def test_two_specs_train_at_once_each_on_its_gpu_with_its_overrides(tmp_path):
         checkpoint("sft_qwen_g1b", 60): "1",
         checkpoint("sft_qwen_g90", 90): "2",
     }
+
+
+def test_starts_that_share_a_gpu_split_its_memory_serve_on_their_own_ports_and_say_so(tmp_path):
+    work, record, env = project(tmp_path)
+    done = script(
+        work, {**env, "BARRIER": "2"}, "starts", str(tmp_path / "model"), "a@0", "b@0+optim.lr=2e-5"
+    )
+    assert done.returncode == 0, done.stderr
+    trained = {experiment(c["argv"]): c for c in launches(record)}
+    assert {exp: (c["gpus"], c["alloc"]) for exp, c in trained.items()} == {
+        "sft_qwen_a": ("0", "expandable_segments:True"),
+        "sft_qwen_b": ("0", "expandable_segments:True"),
+    }
+    for exp in trained:  # trained at once
+        assert json.loads((work / "experiments" / exp / "trained.json").read_text()) == {"together": True}
+    served = servers(record)
+    assert len({value(c["argv"], "--port") for c in served.values()}) == 2
+    assert {value(c["argv"], "--gpu-memory-utilization") for c in served.values()} == {"0.425"}
+    for out, argv in evals(record).items():  # each start is asked at its own server
+        start = "sft_qwen_a" if "sft_qwen_a_" in out else "sft_qwen_b"
+        port = value(served[checkpoint(start, 60)]["argv"], "--port")
+        assert value(argv, "--base-url").endswith(f":{port}/v1")
+    lines = start_lines(work)
+    assert {exp: line["gpu_shared_by"] for (exp, _), line in lines.items()} == {
+        "sft_qwen_a": 2,
+        "sft_qwen_b": 2,
+    }
+    landed = {**lines["sft_qwen_a", 60], "date": "2026-11-29", "commit": "abc1234"}  # as a landing adds them
+    assert TypeAdapter(SftStart).validate_python(landed).gpu_shared_by == 2
+
+
+def test_a_start_alone_on_its_gpu_takes_its_memory_and_says_nothing_of_sharing(tmp_path):
+    work, record, env = project(tmp_path)
+    done = script(work, env, "starts", str(tmp_path / "model"), "a@0", "b@1")
+    assert done.returncode == 0, done.stderr
+    assert {c["alloc"] for c in launches(record)} == {None}
+    assert {value(c["argv"], "--gpu-memory-utilization") for c in servers(record).values()} == {"0.850"}
+    assert all("gpu_shared_by" not in line for line in start_lines(work).values())
 
 
 def test_evaluate_scores_one_served_folder_and_refuses_bad_calls(tmp_path):
