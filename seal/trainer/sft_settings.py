@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 
 SCHEMA_GROUP = "sft"
 SCHEMA_NAME = "schema"
+LOSS_WEIGHTINGS = ("token", "row")
 
 
 @dataclass
@@ -35,6 +36,17 @@ class SFTSettings:
     past the vocabulary, as Qwen2.5-Coder-1.5B-Instruct's `<tool_call>` and `</tool_call>`) the mean of the
     rows of its text's pieces, in a copy of the model under the run folder
     (seal.trainer.sft.untrained_tokens). A model without such a token is trained as it is."""
+    loss_weighting: str = "token"
+    """How the loss weighs the batch's trained tokens. `token`: verl's own, every trained token of the global
+    batch the same, so a row with many turns weighs more. `row`: each row's trained tokens share a weight of 1
+    (the token mean of each row, averaged over the batch's rows), as a plain behaviour-cloning loop does; the
+    data is the same, the class that reads it (seal.trainer.sft.dataset) scales the loss mask."""
+
+    def __post_init__(self) -> None:
+        if self.loss_weighting not in LOSS_WEIGHTINGS:
+            raise ValueError(
+                f"loss_weighting must be one of {', '.join(LOSS_WEIGHTINGS)}, not {self.loss_weighting!r}"
+            )
 
     @property
     def all_episodes(self) -> list[str]:

@@ -33,6 +33,8 @@ from seal.trainer.sft.data import (
 from seal.trainer.sft_settings import SFTSettings, sft_settings
 
 DATASET_PATH = "pkg://seal.trainer.sft.dataset"
+DATASET_CLASSES = {"token": "PretokenizedSFTDataset", "row": "RowMeanSFTDataset"}
+"""`sft.loss_weighting` -> the class of seal.trainer.sft.dataset that `data.custom_cls.name` names."""
 SOURCE_SUFFIX = ".source.json"
 """Beside the data file: what it was built from (model, episodes, overrides); another source rebuilds it."""
 HF_FOLDER = "huggingface"
@@ -43,7 +45,8 @@ START_FOLDER = "start_model"
 
 def validate_sft(config: DictConfig) -> SFTSettings:
     """The `sft:` settings and verl's own typed config objects (model, engine, optimiser, checkpoint) of an
-    SFT experiment; ExperimentError with one line when something is wrong."""
+    SFT experiment; ExperimentError with one line when something is wrong. Names in `data.custom_cls.name`
+    the dataset class that `sft.loss_weighting` chooses."""
     from verl.utils.config import omega_conf_to_dataclass
 
     try:
@@ -57,6 +60,13 @@ def validate_sft(config: DictConfig) -> SFTSettings:
         raise ExperimentError(
             f"data: SEAL's SFT rows need data.custom_cls.path={DATASET_PATH} and data.pad_mode=no_padding"
         )
+    chosen = DATASET_CLASSES[settings.loss_weighting]
+    if config.data.custom_cls.name not in (DATASET_CLASSES["token"], chosen):
+        raise ExperimentError(
+            f"data.custom_cls.name={config.data.custom_cls.name}: the class that reads SEAL's SFT rows "
+            "follows sft.loss_weighting (token or row); set that instead"
+        )
+    config.data.custom_cls.name = chosen
     trainer = config.trainer
     if trainer.nnodes != 1:
         raise ExperimentError(
@@ -146,6 +156,13 @@ def sft_plan_rows(config: DictConfig, settings: SFTSettings) -> list[tuple[str, 
             "data.max_length, data.truncation",
         ),
         ("learning rate", f"{config.optim.lr:g}", "optim.lr"),
+        (
+            "loss",
+            "token mean over the batch (verl's)"
+            if settings.loss_weighting == "token"
+            else "each row's token mean, averaged over the batch's rows",
+            "sft.loss_weighting",
+        ),
         ("batch size", str(data.train_batch_size), "data.train_batch_size"),
         ("micro-batch size per GPU", str(data.micro_batch_size_per_gpu), "data.micro_batch_size_per_gpu"),
         (

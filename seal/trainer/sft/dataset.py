@@ -6,6 +6,10 @@ This class hands over the rollout's tokens unchanged: `input_ids`, `loss_mask` (
 and positions 0..n-1, in the `no_padding` layout that verl's training engine takes.
 
     data.custom_cls.path=pkg://seal.trainer.sft.dataset data.custom_cls.name=PretokenizedSFTDataset
+
+`RowMeanSFTDataset` hands over the same rows with each row's loss mask scaled to sum to 1
+(`sft.loss_weighting: row`): verl's loss divides the masked sum by the global batch's mask sum, which then
+counts rows, not tokens.
 """
 
 from __future__ import annotations
@@ -71,3 +75,14 @@ class PretokenizedSFTDataset(Dataset):
             "position_ids": torch.arange(len(input_ids), dtype=torch.long),
             "loss_mask": loss_mask,
         }
+
+
+class RowMeanSFTDataset(PretokenizedSFTDataset):
+    """The same rows, each row's trained tokens weighing 1 in all: verl's token-mean loss becomes the mean
+    over the batch's rows of each row's token mean (`sft.loss_weighting: row`)."""
+
+    def __getitem__(self, item: int) -> dict[str, torch.Tensor]:
+        row = super().__getitem__(item)
+        mask = row["loss_mask"]
+        row["loss_mask"] = mask.to(torch.float32) / max(int(mask.sum()), 1)
+        return row

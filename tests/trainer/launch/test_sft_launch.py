@@ -67,6 +67,7 @@ def test_the_dry_run_plays_a_task_per_category_prints_the_plan_and_writes_nothin
     assert plan["base model"] == str(folder) and plan["method"].startswith("SFT")
     assert plan["episodes replayed"].startswith("smoke_gpu.yaml: tool prompt qwen_fc, Ω preset reference")
     assert plan["epochs"] == "3 (at most 25 steps per epoch)"  # 400 train tasks, batch 16
+    assert plan["loss"] == "token mean over the batch (verl's)"
     assert out.count("episode  multi_turn_") == 4
     assert list(tmp_path.iterdir()) == []
 
@@ -91,6 +92,22 @@ def test_a_launch_builds_the_train_rows_records_trains_and_names_the_model_folde
     model = run / "checkpoints" / "global_step_75" / "huggingface"
     assert f"actor_rollout_ref.model.path={model}" in out
     assert json.loads((run / "trained.json").read_text())["length"]["total_epochs"] == 3
+
+
+@pytest.mark.parametrize(
+    ("weighting", "reader"), [("token", "PretokenizedSFTDataset"), ("row", "RowMeanSFTDataset")]
+)
+def test_the_loss_weighting_names_the_class_that_reads_the_rows_in_the_recorded_config(
+    weighting, reader, folder, capsys, monkeypatch, tmp_path
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sft, "sft_rows", few_rows)
+    calls: list[dict[str, Any]] = []
+    argv = ["--conf", SFT, "--", f"model.path={folder}", f"sft.loss_weighting={weighting}"]
+    assert launcher.main(argv, stand_in_entry(calls)) == 0
+    recorded = yaml.safe_load(calls[0]["config_file"].read_text())
+    assert recorded["data"]["custom_cls"]["name"] == reader
+    assert recorded["sft"]["loss_weighting"] == weighting
 
 
 def test_another_model_rebuilds_the_rows(folder, monkeypatch, tmp_path):
@@ -147,6 +164,12 @@ def test_verls_sft_entry_point_reads_the_recorded_config(folder, tmp_path):
             [],
             ["model.path=MODEL", "trainer.nnodes=2"],
             "trainer.nnodes=2: allowed: 1 (the launcher runs SFT on one",
+        ),
+        ([], ["model.path=MODEL", "sft.loss_weighting=sample"], "loss_weighting must be one of token, row"),
+        (
+            [],
+            ["model.path=MODEL", "data.custom_cls.name=RowMeanSFTDataset"],
+            "follows sft.loss_weighting (token or row); set that instead",
         ),
     ],
 )

@@ -9,9 +9,13 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import torch
 from omegaconf import OmegaConf
 from transformers import AutoTokenizer
 from verl.trainer.sft_trainer import create_sft_dataset
+from verl.utils import tensordict_utils as tu
+from verl.utils.dataset.dataset_utils import DatasetPadMode, SFTTensorCollator
+from verl.workers.utils.losses import sft_loss
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.protocol.ground_truth import ground_truth_actions
@@ -97,6 +101,46 @@ def test_the_dataset_cuts_to_max_length_as_configured_and_errors_by_default(toke
     index = max(range(len(full)), key=lambda i: len(full[i]["input_ids"]))
     assert left[index]["input_ids"].tolist() == full[index]["input_ids"].tolist()[10:]
     assert left[index]["loss_mask"].tolist() == full[index]["loss_mask"].tolist()[10:]
+
+
+def test_row_weighting_gives_each_row_one_unit_of_loss_through_verls_collator_and_sft_loss(
+    tokenizer, sft_file
+):
+    """verl's loss divides the masked log-prob sum by the batch's mask sum: with `RowMeanSFTDataset` that is
+    the mean over rows of each row's token mean, with the token mask the mean over all trained tokens."""
+    token = create_sft_dataset(str(sft_file), OmegaConf.create(SFT_DATA), tokenizer, None)
+    row_data = {**SFT_DATA, "custom_cls": {**SFT_DATA["custom_cls"], "name": "RowMeanSFTDataset"}}
+    row = create_sft_dataset(str(sft_file), OmegaConf.create(row_data), tokenizer, None)
+    assert len(row) == len(token) == len(TASKS)
+    for i in range(len(row)):
+        assert row[i]["input_ids"].tolist() == token[i]["input_ids"].tolist()
+        trained = token[i]["loss_mask"].bool()
+        assert torch.allclose(
+            row[i]["loss_mask"][trained], torch.full((int(trained.sum()),), 1 / int(trained.sum()))
+        )
+        assert not row[i]["loss_mask"][~trained].any()
+    generator = torch.Generator().manual_seed(0)
+    log_probs = [  # each row its own scale, so that the two weightings disagree where rows differ in length
+        -(i + 1) * torch.rand(len(token[i]["input_ids"]), generator=generator) for i in range(len(token))
+    ]
+
+    def verl_loss(dataset: Any) -> float:
+        batch = SFTTensorCollator(DatasetPadMode.NO_PADDING)([dataset[i] for i in range(len(dataset))])
+        mask = batch["loss_mask"]
+        data = tu.get_tensordict(
+            tensor_dict={"loss_mask": mask},
+            non_tensor_dict={"dp_size": 1, "batch_num_tokens": float(mask.values().sum())},
+        )
+        output = {"log_probs": torch.nested.as_nested_tensor(log_probs, layout=torch.jagged)}
+        return float(sft_loss(config=None, model_output=output, data=data)[0])
+
+    # verl aligns the mask with the log-probs by one position (the token a log-prob predicts)
+    shifted = [torch.roll(token[i]["loss_mask"], -1).bool() for i in range(len(token))]
+    per_row = [float(-lp[m].mean()) for lp, m in zip(log_probs, shifted, strict=True)]
+    all_tokens = float(-torch.cat([lp[m] for lp, m in zip(log_probs, shifted, strict=True)]).mean())
+    assert verl_loss(row) == pytest.approx(sum(per_row) / len(per_row), rel=1e-5)
+    assert verl_loss(token) == pytest.approx(all_tokens, rel=1e-5)
+    assert sum(per_row) / len(per_row) != pytest.approx(all_tokens, rel=1e-3)  # the rows differ in length
 
 
 def test_a_held_out_task_is_neither_played_nor_written(sft_file, tmp_path):
