@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from seal.env.budget import ToolBudget
 from seal.env.client import EnvClient, HttpEnvClient, InProcessEnvClient, open_episode
 from seal.env.process import running_service
-from seal.env.store import EpisodeStore
+from seal.env.store import EpisodeStore, StoreSettings
 from seal.protocol.ground_truth import ground_truth_actions
 from tests.support.backends import BACKENDS, backend_client
 from tests.support.budget_attacks import (
@@ -34,7 +35,13 @@ pytestmark = pytest.mark.local_ray  # the Ray backend's cases play on the sessio
 BOUND_S = 10.0
 """Seconds an attack's steps and finish together may take on any backend (measured: under 0.3 s)."""
 BUDGET = ToolBudget()
-REFERENCE = InProcessEnvClient(EpisodeStore())
+CAPS_DECIDE = StoreSettings(budget=replace(BUDGET, max_step_cpu_s=60.0, max_episode_cpu_s=120.0))
+"""The stores these attacks play on: the default budget but for its CPU clock, so that the counted caps
+(calls, paths, characters) decide what is rejected, the same on any machine. The CPU time an attack's calls
+use depends on the machine's speed: with 0.02 s a message, the doubling's undone copies spend it on a slow
+machine before its last calls run, on a fast one not (the CPU budget has its own tests:
+tests/env/test_tool_budget.py)."""
+REFERENCE = InProcessEnvClient(EpisodeStore(CAPS_DECIDE))
 ATTACKS = {
     "doubling k=16": [message(doubling_calls(16)), "Done."],
     "doubling k=30": [message(doubling_calls(30)), "Done."],
@@ -66,10 +73,16 @@ async def play(client: EnvClient, actions: list[str]) -> tuple[list[dict[str, An
     return steps, episode.result.to_json(), time.monotonic() - started
 
 
+@pytest.fixture(scope="module")
+def store_settings() -> StoreSettings:
+    """The HTTP service's and the Ray actors' settings: the reference's."""
+    return CAPS_DECIDE
+
+
 @pytest.fixture
 async def client(request: pytest.FixtureRequest) -> AsyncIterator[EnvClient]:
     """The client of the backend named by the test's parameter."""
-    async with backend_client(request, EpisodeStore()) as env:
+    async with backend_client(request, EpisodeStore(CAPS_DECIDE)) as env:
         yield env
 
 
