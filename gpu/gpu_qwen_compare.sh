@@ -62,7 +62,7 @@ port() {  # port GPU: the vLLM port of this start (slot, 0 unless starts share G
 }
 
 serve() {  # serve MODEL NAME GPU LOG: vLLM on that GPU at its port, as the arms' rollouts sample; sets `server`.
-  # Starts that share a GPU (SHARE > 1) each take their share of its memory, and start one at a time (a lock
+  # Starts that share a GPU (`share` > 1) each take their part of its memory, and start one at a time (a lock
   # a GPU), so that one vLLM's memory profile does not count another's allocation as its own
   local lock="$state/serve_gpu$3.lock" _
   mkdir -p "$state"
