@@ -30,7 +30,7 @@ from seal.trainer.sft.data import (
     sft_rows,
     write_sft_parquet,
 )
-from seal.trainer.sft_settings import SFTSettings, sft_settings
+from seal.trainer.sft_settings import LOSS_WEIGHTINGS, SFTSettings, sft_settings
 
 DATASET_PATH = "pkg://seal.trainer.sft.dataset"
 DATASET_CLASSES = {"token": "PretokenizedSFTDataset", "row": "RowMeanSFTDataset"}
@@ -64,7 +64,7 @@ def validate_sft(config: DictConfig) -> SFTSettings:
     if config.data.custom_cls.name not in (DATASET_CLASSES["token"], chosen):
         raise ExperimentError(
             f"data.custom_cls.name={config.data.custom_cls.name}: the class that reads SEAL's SFT rows "
-            "follows sft.loss_weighting (token or row); set that instead"
+            f"follows sft.loss_weighting ({' or '.join(LOSS_WEIGHTINGS)}); set that instead"
         )
     config.data.custom_cls.name = chosen
     trainer = config.trainer
