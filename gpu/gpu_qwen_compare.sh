@@ -12,7 +12,7 @@
 #   bash gpu/gpu_qwen_compare.sh pack FILE                    # results without checkpoints, one .tar.gz
 #   bash gpu/gpu_qwen_compare.sh stop [ARM SEED]              # end the driver (or that sitting) and what it started
 #   bash gpu/gpu_qwen_compare.sh starts MODEL_DIR SPEC...     # SFT starts side by side, each then scored
-# SPEC of `starts`: NAME@GPUS[+OVERRIDE...], e.g. `g2@0,1 g1@2 g1_noinit@3+sft.init_untrained_tokens=false`: the
+# SPEC of `starts`: NAME@GPUS[+OVERRIDE...], e.g. `g2@0,1 g1@2 g1_split@3+sft.untrained_tokens=split`: the
 # SFT start of exp/sft_qwen.yaml (experiment sft_qwen_NAME; SFT_STEPS steps when set, a checkpoint every
 # SFT_SAVE steps when set, else the last alone) trained on those GPUs, all specs at once; then each saved
 # checkpoint, served on one of its start's GPUs, gets its greedy val, the last one also 8 samples at temperature 1

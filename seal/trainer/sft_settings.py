@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 SCHEMA_GROUP = "sft"
 SCHEMA_NAME = "schema"
 LOSS_WEIGHTINGS = ("token", "row")
+UNTRAINED_TOKEN_HANDLINGS = ("initialise", "split", "keep")
 
 
 @dataclass
@@ -31,11 +32,14 @@ class SFTSettings:
     `reference` interface of exp/sft_learn.yaml's two arms)."""
     episode_overrides: list[str] = field(default_factory=list)
     """Hydra overrides of those experiments, e.g. a longer `data.max_response_length`."""
-    init_untrained_tokens: bool = True
-    """Before training, give each added token the model never trained (its rows equal those of the unused ids
-    past the vocabulary, as Qwen2.5-Coder-1.5B-Instruct's `<tool_call>` and `</tool_call>`) the mean of the
-    rows of its text's pieces, in a copy of the model under the run folder
-    (seal.trainer.sft.untrained_tokens). A model without such a token is trained as it is."""
+    untrained_tokens: str = "initialise"
+    """What SFT does with an added token the model never trained (its rows equal those of the unused ids past
+    the vocabulary, as Qwen2.5-Coder-1.5B-Instruct's `<tool_call>` and `</tool_call>`;
+    seal.trainer.sft.untrained_tokens). `initialise`: its rows start as the mean of the rows of its text's
+    pieces. `split`: the tokenizer no longer has it, so its text is written as those pieces, whose rows the
+    model did train (the tokenizer of the plain behaviour-cloning loop that reached 16 % greedy val). Either
+    is a copy of the model under the run folder, which SFT, its data and its checkpoints then use. `keep`:
+    the model as it is. A model without such a token is trained as it is."""
     loss_weighting: str = "token"
     """How the loss weighs the batch's trained tokens. `token`: verl's own, every trained token of the global
     batch the same, so a row with many turns weighs more. `row`: each row's trained tokens share a weight of 1
@@ -46,6 +50,11 @@ class SFTSettings:
         if self.loss_weighting not in LOSS_WEIGHTINGS:
             raise ValueError(
                 f"loss_weighting must be one of {', '.join(LOSS_WEIGHTINGS)}, not {self.loss_weighting!r}"
+            )
+        if self.untrained_tokens not in UNTRAINED_TOKEN_HANDLINGS:
+            raise ValueError(
+                f"untrained_tokens must be one of {', '.join(UNTRAINED_TOKEN_HANDLINGS)}, "
+                f"not {self.untrained_tokens!r}"
             )
 
     @property

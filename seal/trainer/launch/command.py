@@ -303,11 +303,11 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
     if args.dry_run:
         print("\ndry run: config and rows are ready; nothing was written or started on a GPU")
         return 0
+    run_dir = Path(config.trainer.default_local_dir).parent
+    if settings.untrained_tokens != "keep":
+        start_model(config, run_dir, settings.untrained_tokens)
     built = ensure_sft_data(config, settings)
     print(f"data  train {config.data.train_files}{'  (built)' if built else ''}")
-    run_dir = Path(config.trainer.default_local_dir).parent
-    if settings.init_untrained_tokens:
-        start_model(config, run_dir)
     stamp = launch_stamp()
     metrics = run_dir / "metrics" / f"{stamp}.jsonl" if "file" in config.trainer.logger else None
     if metrics is not None:

@@ -40,7 +40,13 @@ SOURCE_SUFFIX = ".source.json"
 HF_FOLDER = "huggingface"
 TRACKER = "latest_checkpointed_iteration.txt"
 START_FOLDER = "start_model"
-"""Under the run folder: the model with its untrained added tokens initialised, when it has any."""
+"""Under the run folder: the model with its untrained added tokens initialised or split, when it has any."""
+UNTRAINED_TOKEN_PLANS = {
+    "initialise": "rows set to their pieces' mean, in a copy of the model",
+    "split": "written as their pieces, by a copy of the model's tokenizer",
+    "keep": "trained as they are",
+}
+"""`sft.untrained_tokens` -> the plan's words for it."""
 
 
 def validate_sft(config: DictConfig) -> SFTSettings:
@@ -163,6 +169,7 @@ def sft_plan_rows(config: DictConfig, settings: SFTSettings) -> list[tuple[str, 
             else "each row's token mean, averaged over the batch's rows",
             "sft.loss_weighting",
         ),
+        ("untrained added tokens", UNTRAINED_TOKEN_PLANS[settings.untrained_tokens], "sft.untrained_tokens"),
         ("batch size", str(data.train_batch_size), "data.train_batch_size"),
         ("micro-batch size per GPU", str(data.micro_batch_size_per_gpu), "data.micro_batch_size_per_gpu"),
         (
@@ -204,18 +211,22 @@ def torchrun_command(config: DictConfig, config_file: Path) -> list[str]:
     ]
 
 
-def start_model(config: DictConfig, run_dir: Path) -> None:
+def start_model(config: DictConfig, run_dir: Path, handling: str) -> None:
     """Point `model.path` at the folder SFT starts from: the model itself, or its copy under `run_dir` whose
-    untrained added tokens have rows built from their pieces (`sft.init_untrained_tokens`)."""
+    untrained added tokens are initialised or split (`sft.untrained_tokens`)."""
     from seal.trainer.sft.untrained_tokens import prepared_model
 
     source = Path(config.model.path).absolute()
-    folder, tokens = prepared_model(source, run_dir / START_FOLDER)
+    folder, tokens = prepared_model(source, run_dir / START_FOLDER, handling)
     for token in tokens:
-        print(
-            f"model  {token.token} (id {token.token_id}) was never trained: its rows start as the mean of "
-            f"{' '.join(token.pieces)}"
-        )
+        pieces = " ".join(token.pieces)
+        if handling == "initialise":
+            done = f"its rows start as the mean of {pieces}"
+        elif token.special:
+            done = "left as it is (a special token, which the data's text never writes)"
+        else:
+            done = f"the tokenizer writes it as {pieces}"
+        print(f"model  {token.token} (id {token.token_id}) was never trained: {done}")
     if folder != source:
         config.model.path = str(folder)
         print(f"model  SFT starts from {folder}")

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 from omegaconf import DictConfig
+from transformers import AutoTokenizer
 
 from seal.bfcl.tasks import split_ids
 from seal.trainer.experiment import compose_experiment, to_yaml
@@ -22,16 +23,28 @@ from seal.trainer.launch import command as launcher
 from seal.trainer.launch import sft
 from seal.trainer.sft.data import sft_rows as real_sft_rows
 from tests.support.rollout_helpers import model_folder
+from tests.support.untrained_rows import save_with_untrained_rows
 from tests.trainer.launch.test_launcher import plan_values
 
 ROOT = Path(__file__).resolve().parents[3]
 SFT = str(ROOT / "exp" / "sft_warmstart.yaml")
 TASKS = tuple(split_ids("train")[:2])
+MARKERS = ["<tool_call>", "</tool_call>"]
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return model_folder(tmp_path_factory.mktemp("chatml"), TASKS)
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`folder`'s tokenizer with the call markers added, and a tiny Qwen2 whose markers' rows are the
+    placeholder row past the vocabulary, as in Qwen2.5-Coder-1.5B-Instruct."""
+    folder = model_folder(tmp_path_factory.mktemp("released"), TASKS)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tokenizer.add_tokens(MARKERS)
+    return save_with_untrained_rows(folder, tokenizer, MARKERS, MARKERS)
 
 
 def stand_in_entry(calls: list[dict[str, Any]]) -> launcher.Entry:
@@ -52,6 +65,15 @@ def stand_in_entry(calls: list[dict[str, Any]]) -> launcher.Entry:
     return launcher.Entry(train=refuse, evaluate_test=refuse, needs_gpus=False, train_sft=train_sft)
 
 
+def launched(argv: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
+    """The config a launch from `tmp_path` records for verl (data built from TASKS, stand-in trainer)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sft, "sft_rows", few_rows)
+    calls: list[dict[str, Any]] = []
+    assert launcher.main(["--conf", SFT, "--", *argv], stand_in_entry(calls)) == 0
+    return yaml.safe_load(calls[0]["config_file"].read_text())
+
+
 def few_rows(config: DictConfig, tasks: Any = None) -> Any:
     """The data build restricted to TASKS (all 400 take minutes)."""
     return real_sft_rows(config, tasks or TASKS)
@@ -68,6 +90,7 @@ def test_the_dry_run_plays_a_task_per_category_prints_the_plan_and_writes_nothin
     assert plan["episodes replayed"].startswith("smoke_gpu.yaml: tool prompt qwen_fc, Ω preset reference")
     assert plan["epochs"] == "3 (at most 25 steps per epoch)"  # 400 train tasks, batch 16
     assert plan["loss"] == "token mean over the batch (verl's)"
+    assert plan["untrained added tokens"] == "rows set to their pieces' mean, in a copy of the model"
     assert out.count("episode  multi_turn_") == 4
     assert list(tmp_path.iterdir()) == []
 
@@ -98,16 +121,25 @@ def test_a_launch_builds_the_train_rows_records_trains_and_names_the_model_folde
     ("weighting", "reader"), [("token", "PretokenizedSFTDataset"), ("row", "RowMeanSFTDataset")]
 )
 def test_the_loss_weighting_names_the_class_that_reads_the_rows_in_the_recorded_config(
-    weighting, reader, folder, capsys, monkeypatch, tmp_path
+    weighting, reader, folder, monkeypatch, tmp_path
 ):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sft, "sft_rows", few_rows)
-    calls: list[dict[str, Any]] = []
-    argv = ["--conf", SFT, "--", f"model.path={folder}", f"sft.loss_weighting={weighting}"]
-    assert launcher.main(argv, stand_in_entry(calls)) == 0
-    recorded = yaml.safe_load(calls[0]["config_file"].read_text())
+    recorded = launched([f"model.path={folder}", f"sft.loss_weighting={weighting}"], monkeypatch, tmp_path)
     assert recorded["data"]["custom_cls"]["name"] == reader
     assert recorded["sft"]["loss_weighting"] == weighting
+
+
+@pytest.mark.parametrize(("handling", "starts_from_copy"), [("split", True), ("keep", False)])
+def test_split_markers_reach_the_rows_and_the_trainer_as_their_pieces(
+    handling, starts_from_copy, released, capsys, monkeypatch, tmp_path
+):
+    recorded = launched([f"model.path={released}", f"sft.untrained_tokens={handling}"], monkeypatch, tmp_path)
+    run = tmp_path / "experiments" / "sft_warmstart"
+    assert recorded["model"]["path"] == str(run / "start_model" if starts_from_copy else released)
+    marker_ids = set(AutoTokenizer.from_pretrained(released).convert_tokens_to_ids(MARKERS))
+    rows = pd.read_parquet(run / "bfcl_sft_train.parquet")
+    written = {int(i) for ids in rows.input_ids for i in ids}
+    assert written.isdisjoint(marker_ids) == starts_from_copy
+    assert ("<tool_call> (id" in capsys.readouterr().out) == starts_from_copy
 
 
 def test_another_model_rebuilds_the_rows(folder, monkeypatch, tmp_path):
@@ -166,6 +198,11 @@ def test_verls_sft_entry_point_reads_the_recorded_config(folder, tmp_path):
             "trainer.nnodes=2: allowed: 1 (the launcher runs SFT on one",
         ),
         ([], ["model.path=MODEL", "sft.loss_weighting=sample"], "loss_weighting must be one of token, row"),
+        (
+            [],
+            ["model.path=MODEL", "sft.untrained_tokens=drop"],
+            "untrained_tokens must be one of initialise, split, keep",
+        ),
         (
             [],
             ["model.path=MODEL", "data.custom_cls.name=RowMeanSFTDataset"],
