@@ -15,7 +15,12 @@ from omegaconf import DictConfig, OmegaConf
 SCHEMA_GROUP = "sft"
 SCHEMA_NAME = "schema"
 LOSS_WEIGHTINGS = ("token", "row")
-UNTRAINED_TOKEN_HANDLINGS = ("initialise", "split", "keep")
+UNTRAINED_TOKEN_HANDLINGS = {
+    "initialise": "rows set to their pieces' mean, in a copy of the model",
+    "split": "written as their pieces, by a copy of the model's tokenizer",
+    "keep": "trained as they are",
+}
+"""The values of `untrained_tokens`, each with the words the launch plan shows for it."""
 
 
 @dataclass

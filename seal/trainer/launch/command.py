@@ -157,11 +157,15 @@ def refusal_of(exc: BaseException) -> tuple[str, int] | None:
     from seal.trainer.rl.env_failures import env_service_failure_in
     from seal.trainer.rl.oom_watch import RayMemoryKill
     from seal.trainer.sft.data import SFTDataError
+    from seal.trainer.sft.untrained_tokens import UntrainedTokenError
 
     failure = env_service_failure_in(exc)
     if failure is not None:
         return str(failure), 1
-    if isinstance(exc, PreflightError | ServiceStartError | SFTDataError | SFTRunError | RayMemoryKill):
+    if isinstance(
+        exc,
+        PreflightError | ServiceStartError | SFTDataError | SFTRunError | UntrainedTokenError | RayMemoryKill,
+    ):
         return str(exc), 1
     return None
 

@@ -30,7 +30,7 @@ from seal.trainer.sft.data import (
     sft_rows,
     write_sft_parquet,
 )
-from seal.trainer.sft_settings import LOSS_WEIGHTINGS, SFTSettings, sft_settings
+from seal.trainer.sft_settings import LOSS_WEIGHTINGS, UNTRAINED_TOKEN_HANDLINGS, SFTSettings, sft_settings
 
 DATASET_PATH = "pkg://seal.trainer.sft.dataset"
 DATASET_CLASSES = {"token": "PretokenizedSFTDataset", "row": "RowMeanSFTDataset"}
@@ -41,12 +41,6 @@ HF_FOLDER = "huggingface"
 TRACKER = "latest_checkpointed_iteration.txt"
 START_FOLDER = "start_model"
 """Under the run folder: the model with its untrained added tokens initialised or split, when it has any."""
-UNTRAINED_TOKEN_PLANS = {
-    "initialise": "rows set to their pieces' mean, in a copy of the model",
-    "split": "written as their pieces, by a copy of the model's tokenizer",
-    "keep": "trained as they are",
-}
-"""`sft.untrained_tokens` -> the plan's words for it."""
 
 
 def validate_sft(config: DictConfig) -> SFTSettings:
@@ -169,7 +163,11 @@ def sft_plan_rows(config: DictConfig, settings: SFTSettings) -> list[tuple[str, 
             else "each row's token mean, averaged over the batch's rows",
             "sft.loss_weighting",
         ),
-        ("untrained added tokens", UNTRAINED_TOKEN_PLANS[settings.untrained_tokens], "sft.untrained_tokens"),
+        (
+            "untrained added tokens",
+            UNTRAINED_TOKEN_HANDLINGS[settings.untrained_tokens],
+            "sft.untrained_tokens",
+        ),
         ("batch size", str(data.train_batch_size), "data.train_batch_size"),
         ("micro-batch size per GPU", str(data.micro_batch_size_per_gpu), "data.micro_batch_size_per_gpu"),
         (

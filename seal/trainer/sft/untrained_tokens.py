@@ -42,6 +42,10 @@ RETIRED = "<|seal_retired_{id}|>"
 """The name a split token keeps its id under: no text contains it, so the tokenizer never writes it."""
 
 
+class UntrainedTokenError(ValueError):
+    """A model whose untrained tokens cannot be split as asked; the message is one line."""
+
+
 @dataclass(frozen=True)
 class UntrainedToken:
     token: str
@@ -126,8 +130,6 @@ def _retire(folder: Path, tokens: list[UntrainedToken]) -> None:
     and the tokenizer writes each token's text as its pieces."""
     names = {t.token: RETIRED.format(id=t.token_id) for t in tokens}
     tokenizer_file = folder / "tokenizer.json"
-    if not tokenizer_file.is_file():
-        raise ValueError(f"{folder}: splitting untrained tokens needs a fast tokenizer's tokenizer.json")
     fast = json.loads(tokenizer_file.read_text())
     for added in fast["added_tokens"]:
         added["content"] = names.get(added["content"], added["content"])
@@ -169,7 +171,11 @@ def _split(source: Path, dest: Path, tokens: list[UntrainedToken]) -> None:
     for token in ordinary:
         written = tokenizer.convert_ids_to_tokens(tokenizer.encode(token.token, add_special_tokens=False))
         if written != token.pieces:
-            raise ValueError(f"{dest}: the tokenizer still writes {token.token} as {written}, not its pieces")
+            shutil.rmtree(dest)
+            raise UntrainedTokenError(
+                f"{source}: a renamed copy of its tokenizer still writes {token.token} as {written}, not as "
+                f"its pieces; use sft.untrained_tokens=initialise"
+            )
 
 
 def prepared_model(
@@ -190,6 +196,11 @@ def prepared_model(
     tokens = untrained_tokens(saved_matrices(source), tokenizer)
     if not tokens:
         return source, []
+    if handling == "split" and not (source / "tokenizer.json").is_file():
+        raise UntrainedTokenError(
+            f"{source}: sft.untrained_tokens=split renames tokens in a fast tokenizer's tokenizer.json, and "
+            f"there is none; use sft.untrained_tokens=initialise"
+        )
     if dest.exists():
         shutil.rmtree(dest)
     if handling == "split":

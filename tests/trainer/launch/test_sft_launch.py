@@ -228,3 +228,15 @@ def test_without_gpus_an_sft_launch_exits_with_one_line(folder, capsys, monkeypa
     assert launcher.main(["--conf", SFT, "--", f"model.path={folder}", "trainer.nnodes=2"]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()  # the config's refusal before the GPU check
     assert line.startswith("launcher: trainer.nnodes=2: allowed: 1")
+
+
+def test_a_model_whose_tokens_cannot_be_split_is_refused_in_one_line(released, capsys, monkeypatch, tmp_path):
+    from seal.trainer.sft import untrained_tokens
+
+    monkeypatch.setattr(untrained_tokens, "_retire", lambda folder, tokens: None)
+    monkeypatch.chdir(tmp_path)
+    argv = ["--conf", SFT, "--", f"model.path={released}", "sft.untrained_tokens=split"]
+    assert launcher.main(argv, stand_in_entry([])) == 1
+    err = capsys.readouterr().err
+    assert "still writes <tool_call>" in err and err.count("\n") == 1
+    assert not (tmp_path / "experiments" / "sft_warmstart" / "start_model").exists()

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-from seal.trainer.sft.untrained_tokens import MARKER, prepared_model
+from seal.trainer.sft import untrained_tokens as untrained_module
+from seal.trainer.sft.untrained_tokens import MARKER, UntrainedTokenError, prepared_model
 from tests.support.chatml import chatml_tokenizer
 from tests.support.untrained_rows import save_with_untrained_rows
 
@@ -129,3 +131,13 @@ def test_a_folder_prepared_one_way_is_rebuilt_the_other_way(tmp_path):
     assert (split / "model.safetensors").read_bytes() == (source / "model.safetensors").read_bytes()
     tokenizer = AutoTokenizer.from_pretrained(split)
     assert tokenizer.convert_ids_to_tokens(tokenizer.encode(MARKERS[0])) == tokens[0].pieces
+
+
+def test_a_tokenizer_that_still_writes_a_split_token_whole_is_refused_and_leaves_no_copy(
+    tmp_path, monkeypatch
+):
+    source = released_like(tmp_path / "released", trained_markers=False)
+    monkeypatch.setattr(untrained_module, "_retire", lambda folder, tokens: None)
+    with pytest.raises(UntrainedTokenError, match=r"still writes <tool_call> as \['<tool_call>'\]"):
+        prepared_model(source, tmp_path / "start", "split")
+    assert not (tmp_path / "start").exists()
