@@ -18,7 +18,8 @@
 # checkpoint, served on one of its start's GPUs, gets its greedy val, the last one also 8 samples at temperature 1
 # of the 64 train tasks the arms of seed 1 draw (with VAL_SAMPLES=N also N samples at T=1 of the val tasks: a
 # pass@1 over 100 x N episodes, steadier than 100 greedy ones), and one line in experiments/qwen/starts.jsonl
-# (val, mixed share, pass@1, pass@8, per category, the card, the phases' seconds). Specs may share a GPU
+# (val and its share of ground-truth turns passing, mixed share, pass@1, pass@8, per category, the card, the
+# phases' seconds). Specs may share a GPU
 # (`a@0 b@0+optim.lr=2e-5` on a node of one): they train at once, and their vLLM servers split its memory and
 # start one at a time; their lines say `gpu_shared_by` (train_s is then not a start's alone). A length curve
 # on two GPUs:
@@ -181,6 +182,7 @@ def summary(name):
     path = pathlib.Path(f"{dest}_{name}/summary.json")
     return json.loads(path.read_text()) if path.is_file() else None
 mixed, sampled = summary("mixed"), summary("val_sampled")
+turns = [v["labels"].get("pass", 0.0) for v in val["by_category"].values() if v.get("labels")]
 line = {
     "recipe": "exp/sft_qwen.yaml" + (f" {overrides}" if overrides else ""), "experiment": exp, "card": card,
     "gpus": int(gpus),
@@ -190,6 +192,8 @@ line = {
 }
 if int(share) > 1:
     line["gpu_shared_by"] = int(share)
+if turns and len(turns) == len(val["by_category"]):  # the share of ground-truth turns passing, Avg
+    line["val_turns_passing"] = sum(turns) / len(turns)
 if mixed is not None:
     line |= {
         "mixed": mixed["mixed_share"],

@@ -360,6 +360,7 @@ def start_rows(campaign: Campaign) -> list[dict[str, str]]:
             "GPUs": f"{s.gpus} × {s.card}",
             "steps": str(s.steps),
             "val": f"{100 * s.val:.1f}",
+            "val turns passing": "—" if s.val_turns_passing is None else f"{s.val_turns_passing:.2f}",
             "test": "—" if s.test is None else f"{100 * s.test:.1f}",
             "val pass@1 (T=1)": "—" if s.val_pass_at_1 is None else f"{100 * s.val_pass_at_1:.1f}",
             "mixed": "—" if s.mixed is None else f"{s.mixed:.2f}",

@@ -86,7 +86,10 @@ class SftStart:
     fail), `pass_at_1` the mean over those samples and `pass_at_8` the share of tasks with a passing sample
     (each of these absent where not measured). `val_pass_at_1` and `val_pass_at_n` are the val tasks'
     pass@1 and pass@N over `val_samples` samples at T=1 each: 100 x N episodes, a steadier measure than
-    100 greedy ones for telling close starts apart (absent where not measured). `train_s` (the whole run
+    100 greedy ones for telling close starts apart (absent where not measured). `val_turns_passing` is the
+    share of the greedy val episodes' ground-truth turns labelled `pass`, the mean over the four categories:
+    some 450 turns, where the pass rate counts 100 episodes that pass only if all their turns do (absent
+    where not measured). `train_s` (the whole run
     that saved it) and `score_s` are seconds (`score_s` null where not timed), `date` ISO, `commit` the
     project's commit. `gpu_shared_by` counts the starts that trained at once on the same GPUs (absent for a
     start alone on its GPUs): its seconds are then not those of a start alone.
@@ -112,6 +115,7 @@ class SftStart:
     val_samples: Count | None = None
     val_pass_at_1: Rate | None = None
     val_pass_at_n: Rate | None = None
+    val_turns_passing: Rate | None = None
     gpu_shared_by: Count | None = None
 
     @field_validator("val_by_category", "mixed_by_category", "test_by_category")

@@ -156,13 +156,15 @@ def test_a_start_scored_on_val_alone_counts_in_table1_and_shows_dashes_for_what_
     checkpoint |= {"val": 0.5, "val_by_category": val, "train_s": 534, "score_s": 136}
     checkpoint |= {"date": "2026-11-28", "commit": "55e0737"}
     sampled = checkpoint | {"val_samples": 8, "val_pass_at_1": 0.375, "val_pass_at_n": 0.75}
+    sampled |= {"val_turns_passing": 0.4125}
     with (results / "sft_starts.jsonl").open("a") as file:
         file.write(json.dumps(sampled) + "\n" + json.dumps(checkpoint) + "\n")
     campaign = read_campaign(results)
     row = results_page.start_rows(campaign)[-1]
     shown = (row["val"], row["mixed"], row["pass@1"], row["pass@8"], row["test"], row["val pass@1 (T=1)"])
-    assert shown == ("50.0", "—", "—", "—", "—", "—")
-    assert results_page.start_rows(campaign)[-2]["val pass@1 (T=1)"] == "37.5"
+    assert shown == ("50.0", "—", "—", "—", "—", "—") and row["val turns passing"] == "—"
+    before = results_page.start_rows(campaign)[-2]
+    assert (before["val pass@1 (T=1)"], before["val turns passing"]) == ("37.5", "0.41")
     shipped_vals = [s.val for s in campaign.starts if s.shipped]
     assert len(shipped_vals) == 4 and shipped_vals[-2:] == [0.5, 0.5]
     rows = {(r["model"], r["split"]): r for r in results_page.table1_rows(campaign)}

@@ -119,7 +119,9 @@ def evaluate():
                    "pass_rate": rate, "by_category": {{c: {{**row, "pass_at_1": rate + i / 100}}
                    for i, c in enumerate(categories)}}}}
     else:
-        rows = {{c: {{"n": 25, "pass_rate": rate + i / 100}} for i, c in enumerate(categories)}}
+        rows = {{c: {{"n": 25, "pass_rate": rate + i / 100,
+                     "labels": {{"pass": 0.3 + rate + i / 100, "state_mismatch": 0.7 - rate - i / 100}}}}
+                 for i, c in enumerate(categories)}}
         summary = {{"split": options["--split"], "n": 100, "pass_rate": rate, "truncated": 0}}
         summary["by_category"] = rows
     Path(options["--out"]).mkdir(parents=True)
@@ -263,6 +265,9 @@ def assert_greedy_val(work: Path, line: dict, exp: str, step: int) -> None:
     greedy = summary(work, f"experiments/qwen/eval_{exp}_step{step}_val")
     assert line["val"] == greedy["pass_rate"]
     assert line["val_by_category"] == {c: v["pass_rate"] for c, v in greedy["by_category"].items()}
+    turns = [v["labels"]["pass"] for v in greedy["by_category"].values()]
+    assert line["val_turns_passing"] == pytest.approx(sum(turns) / 4)
+    assert line["val_turns_passing"] != pytest.approx(line["val"])  # the turns, not the episodes
 
 
 def assert_servers_ended(record: Path) -> None:
