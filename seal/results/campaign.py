@@ -89,10 +89,10 @@ class SftStart:
     100 greedy ones for telling close starts apart (absent where not measured). `val_turns_passing` is the
     share of the greedy val episodes' ground-truth turns labelled `pass`, the mean over the four categories:
     some 450 turns, where the pass rate counts 100 episodes that pass only if all their turns do (absent
-    where not measured). `train_s` (the whole run
-    that saved it) and `score_s` are seconds (`score_s` null where not timed), `date` ISO, `commit` the
-    project's commit. `gpu_shared_by` counts the starts that trained at once on the same GPUs (absent for a
-    start alone on its GPUs): its seconds are then not those of a start alone.
+    where not measured). `train_s` (the whole run that saved it) and `score_s` are seconds (`score_s` null
+    where not timed), `date` ISO, `commit` the project's commit. `gpu_shared_by` counts the starts that
+    trained at once on the same GPUs (absent for a start alone on its GPUs): its seconds are then not those
+    of a start alone.
     """
 
     recipe: Text
