@@ -206,7 +206,7 @@ def prepared_model(
     if handling == "split":
         _split(source, dest, tokens)
     else:
-        model = AutoModelForCausalLM.from_pretrained(source, torch_dtype="auto")
+        model = AutoModelForCausalLM.from_pretrained(source, dtype="auto")
         initialise(model, tokenizer, tokens)
         model.save_pretrained(dest)
         tokenizer.save_pretrained(dest)
