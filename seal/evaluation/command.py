@@ -85,8 +85,9 @@ class EvalRequest(EndpointSettings):
     )
     seed: int | None = setting(
         None,
-        "sampling seed sent with every request; with --samples, sample K sends SEED+K-1 (default: none, "
-        "the server's own randomness)",
+        "sampling seed: each request carries one drawn from SEED (SEED+K-1 for sample K of --samples) and "
+        "its conversation, so tasks and turns sample independently and a rerun repeats them (default: "
+        "none, the server's own randomness)",
     )
     samples: int = setting(
         1,

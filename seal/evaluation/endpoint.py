@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
+import json
 import random
 import re
 from dataclasses import dataclass
@@ -132,10 +134,21 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
+def request_seed(seed: int, messages: list[dict[str, str]]) -> int:
+    """The seed one request carries: drawn from the run's `seed` and the conversation so far.
+
+    vLLM seeds a generator per request from the value it is sent, so one value sent with every request
+    gives every request the same noise at each position: a sample's episodes then succeed or fail
+    together across tasks and turns. Derived per conversation, seeds keep a rerun identical while tasks
+    and turns sample independently. 31 bits: any server's integer seed holds it."""
+    text = json.dumps([seed, messages], ensure_ascii=False, separators=(",", ":"))
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "big") >> 1
+
+
 class ChatEndpoint:
     """`await endpoint.complete(messages)` -> the assistant's text (greedy unless `temperature` says
-    otherwise; no `tools` field: the protocol puts the tools in the system prompt). `seed`, when set, goes
-    with every request, so a sampled run can be repeated."""
+    otherwise; no `tools` field: the protocol puts the tools in the system prompt). `seed`, when set,
+    seeds every request (`request_seed`), so a sampled run can be repeated."""
 
     def __init__(
         self,
@@ -284,7 +297,7 @@ class ChatEndpoint:
             "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
         }
         if self.seed is not None:
-            payload["seed"] = self.seed
+            payload["seed"] = request_seed(self.seed, messages)
         attempts = self.policy.retries + 1
         retry_after: float | None = None
         reason = ""

@@ -7,7 +7,8 @@ therefore reports, per category and as the paper's Avg (the unweighted mean over
 - mixed: the share of tasks whose samples neither all pass nor all fail, i.e. whose GRPO group would carry
   a gradient.
 Each sample is an ordinary run folder (`OUT/sample_K`), so `seal view`, `seal diagnose` and `--resume` work on
-it unchanged; sample K sends the seed SEED+K-1 with every request.
+it unchanged; sample K draws each request's seed from SEED+K-1 and the request's conversation
+(`seal.evaluation.endpoint.request_seed`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,18 @@
 """`seal eval --samples N --temperature T --seed S`: pass@1, pass@N and the mixed share against a scripted
-endpoint whose verdict on a task depends on the seed each request carries."""
+endpoint whose verdict on an episode depends on the seed its opening request carries."""
 
 from __future__ import annotations
 
 import json
 import zlib
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from seal.bfcl.tasks import category_of
+from seal.evaluation.endpoint import request_seed
 from tests.evaluation.test_eval import lines, run, sample, summary
 from tests.support.scripted_endpoint import Script, serve
 
@@ -20,11 +23,22 @@ def fails(task_id: str, seed: int | None) -> bool:
     return kind == 1 or (kind == 2 and (seed or 0) % 2 == 1)
 
 
-def expected(tasks: list[str], seeds: list[int]) -> dict[str, dict[str, float]]:
-    """Per category: pass@1, pass@N and the mixed share, worked out from `fails` directly."""
+def openings(script: Script) -> dict[str, list[dict[str, Any]]]:
+    """Task id -> the opening requests of its episodes (no reply in them yet), as the endpoint got them."""
+    found: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for request in script.requests:
+        task_id = script.locate(request["messages"])[0]
+        if task_id is not None and not any(m["role"] == "assistant" for m in request["messages"]):
+            found[task_id].append(request)
+    return found
+
+
+def expected(opened: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, float]]:
+    """Per category: pass@1, pass@N and the mixed share, worked out from `fails` and the seeds the
+    endpoint got."""
     rows: dict[str, dict[str, list[float]]] = {}
-    for task_id in tasks:
-        passes = [not fails(task_id, seed) for seed in seeds]
+    for task_id, requests in opened.items():
+        passes = [not fails(task_id, request["seed"]) for request in requests]
         row = rows.setdefault(category_of(task_id), {"pass_at_1": [], "pass_at_n": [], "mixed_share": []})
         row["pass_at_1"].append(sum(passes) / len(passes))
         row["pass_at_n"].append(float(any(passes)))
@@ -39,7 +53,9 @@ def test_samples_report_pass_at_1_pass_at_n_and_the_mixed_share(tmp_path, capsys
     with serve(script) as url:
         assert run(url, out, "--samples", "3", "--temperature", "1", "--seed", "10", tasks=tasks) == 0
     result = summary(out)
-    want = expected(tasks, [10, 11, 12])
+    opened = openings(script)
+    assert sorted(opened) == sorted(tasks) and all(len(r) == 3 for r in opened.values())
+    want = expected(opened)
     assert (result["samples"], result["n"], result["temperature"], result["seed"]) == (3, 8, 1.0, 10)
     for category, row in want.items():
         got = result["by_category"][category]
@@ -49,12 +65,14 @@ def test_samples_report_pass_at_1_pass_at_n_and_the_mixed_share(tmp_path, capsys
     for key in ("pass_at_1", "pass_at_n", "mixed_share"):
         assert result[key] == pytest.approx(sum(row[key] for row in want.values()) / len(want))
     assert 0 < result["mixed_share"] < 1 and result["pass_at_1"] < result["pass_at_n"]
-    for k, seed in enumerate([10, 11, 12], start=1):
+    for k, seed in enumerate([10, 11, 12], start=1):  # sample K: each opening's seed drawn from SEED+K-1
         episodes = lines(out / f"sample_{k}" / "episodes.jsonl")
         assert [e["task_id"] for e in episodes] == tasks
-        assert all(e["reward"] == (0.0 if fails(e["task_id"], seed) else 1.0) for e in episodes)
+        for episode in episodes:
+            drawn = request_seed(seed, opened[episode["task_id"]][0]["messages"])
+            assert drawn in {r["seed"] for r in opened[episode["task_id"]]}
+            assert episode["reward"] == (0.0 if fails(episode["task_id"], drawn) else 1.0)
         assert json.loads((out / f"sample_{k}" / "run.json").read_text())["seed"] == seed
-    assert {r["seed"] for r in script.requests} == {10, 11, 12}
     assert {r["temperature"] for r in script.requests} == {1.0}
     printed = capsys.readouterr().out
     assert "| category | tasks | pass@1 | pass@3 | mixed |" in printed
@@ -73,6 +91,31 @@ def test_a_resumed_sampled_run_plays_nothing_again_and_gives_the_same_summary(tm
         assert run(url, out, *argv, "--resume", tasks=tasks) == 0
     assert len(script.requests) == sent  # no episode played again
     assert summary(out) == first
+
+
+def seeds_sent(script: Script) -> list[tuple[str, int]]:
+    """(the conversation, its seed) of every episode request the endpoint got, in a stable order."""
+    sent = [(json.dumps(r["messages"]), r["seed"]) for r in script.requests if r["max_tokens"] > 1]
+    return sorted(sent)
+
+
+def test_each_request_draws_its_own_seed_and_a_rerun_draws_the_same(tmp_path):
+    """One seed sent with every request would give every reply of a run the same noise at each position
+    (vLLM seeds a generator per request), so tasks and turns would not sample independently."""
+    tasks = sample(1)
+    script = Script(tasks)
+    runs = {}
+    with serve(script) as url:
+        for name, seed in (("first", "5"), ("again", "5"), ("other", "6")):
+            script.requests.clear()
+            assert run(url, tmp_path / name, "--temperature", "1", "--seed", seed, tasks=tasks) == 0
+            runs[name] = seeds_sent(script)
+    seeds = [seed for _, seed in runs["first"]]
+    assert len(seeds) > 2 * len(tasks)  # several turns an episode
+    assert len(set(seeds)) == len(seeds)  # no two tasks or turns share one
+    assert runs["again"] == runs["first"]
+    assert [c for c, _ in runs["other"]] == [c for c, _ in runs["first"]]
+    assert not {seed for _, seed in runs["other"]} & set(seeds)
 
 
 def test_greedy_stays_the_default_and_sends_no_seed(tmp_path):

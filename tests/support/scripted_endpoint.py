@@ -84,8 +84,8 @@ class Script:
     repeats: dict[str, str] = field(default_factory=dict)
     """Task id -> the one reply sent to every request of that task: a model stuck in a loop."""
     fails_under_seed: Callable[[str, int | None], bool] | None = None
-    """(task id, the request's `seed`) -> whether the model answers that task with `SILENT`: a sampling
-    model whose verdict on a task changes with the seed."""
+    """(task id, the `seed` of an episode's opening request) -> whether the model answers that episode with
+    `SILENT` throughout: a sampling model whose verdict on a task changes with the seed."""
     count: Callable[[list[dict[str, str]]], int] = scripted_tokens
     """How the endpoint counts prompt tokens (a real tokenizer in the `--tokenizer` test)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -113,6 +113,14 @@ class Script:
         turn = replies.count(DONE)
         last_done = max((i for i, text in enumerate(replies) if text == DONE), default=-1)
         return self.by_question.get(first), turn, len(replies) > last_done + 1
+
+    def sampled_failure(self, task_id: str, messages: list[dict[str, str]], seed: int | None) -> bool:
+        """The verdict drawn on the episode's opening request and kept by its later ones (each of which
+        carries a seed of its own); never without `fails_under_seed`."""
+        if self.fails_under_seed is None:
+            return False
+        first = next((m["content"] for m in messages if m["role"] == "assistant"), None)
+        return self.fails_under_seed(task_id, seed) if first is None else first == SILENT
 
     def oracle(self, task_id: str | None, turn: int, sent: bool) -> str:
         if task_id is None:
@@ -201,7 +209,7 @@ class Script:
         task_id, turn, sent = self.locate(messages)
         if task_id in self.repeats:
             return self.reply(self.repeats[task_id], prompt, body["max_tokens"])
-        if self.fails_under_seed is not None and self.fails_under_seed(task_id or "", body.get("seed")):
+        if self.sampled_failure(task_id or "", messages, body.get("seed")):
             return self.reply(SILENT, prompt, body["max_tokens"])
         fault, from_turn = self.faults.get(task_id or "", ("", 0))
         if fault and turn >= from_turn:
