@@ -352,25 +352,46 @@ def sitting_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
     ]
 
 
+SEED_PER_DRAW = "†"
+SEED_PER_DRAW_NOTE = (
+    f"{SEED_PER_DRAW} sampled with one seed sent with every request of a draw (`seal eval` before commit "
+    "66f9b74): a draw's episodes passed or failed together, so the value is a mean over 8 correlated draws."
+)
+
+
+def _sampled(value: float | None, mark: str, scale: float = 100.0, digits: int = 1) -> str:
+    return "—" if value is None else f"{scale * value:.{digits}f}{mark}"
+
+
 def start_rows(campaign: Campaign) -> list[dict[str, str]]:
-    """One row per SFT start measured, in the file's order."""
-    return [
-        {
-            "recipe": f"`{s.recipe}`",
-            "GPUs": f"{s.gpus} × {s.card}",
-            "steps": str(s.steps),
-            "val": f"{100 * s.val:.1f}",
-            "val turns passing": "—" if s.val_turns_passing is None else f"{s.val_turns_passing:.2f}",
-            "test": "—" if s.test is None else f"{100 * s.test:.1f}",
-            "val pass@1 (T=1)": "—" if s.val_pass_at_1 is None else f"{100 * s.val_pass_at_1:.1f}",
-            "mixed": "—" if s.mixed is None else f"{s.mixed:.2f}",
-            "pass@1": "—" if s.pass_at_1 is None else f"{100 * s.pass_at_1:.1f}",
-            "pass@8": "—" if s.pass_at_8 is None else f"{100 * s.pass_at_8:.1f}",
-            "date": s.date,
-            "commit": f"`{s.commit}`",
-        }
-        for s in campaign.starts
-    ]
+    """One row per SFT start measured, in the file's order; sampled values taken with one seed a draw
+    are marked `SEED_PER_DRAW`."""
+    rows = []
+    for s in campaign.starts:
+        mark = SEED_PER_DRAW if s.seed_per_draw else ""
+        rows.append(
+            {
+                "recipe": f"`{s.recipe}`",
+                "GPUs": f"{s.gpus} × {s.card}",
+                "steps": str(s.steps),
+                "val": f"{100 * s.val:.1f}",
+                "val turns passing": "—" if s.val_turns_passing is None else f"{s.val_turns_passing:.2f}",
+                "test": "—" if s.test is None else f"{100 * s.test:.1f}",
+                "val pass@1 (T=1)": _sampled(s.val_pass_at_1, mark),
+                "mixed": _sampled(s.mixed, mark, 1.0, 2),
+                "pass@1": _sampled(s.pass_at_1, mark),
+                "pass@8": _sampled(s.pass_at_8, mark),
+                "date": s.date,
+                "commit": f"`{s.commit}`",
+            }
+        )
+    return rows
+
+
+def starts_section(campaign: Campaign) -> str:
+    """The starts' table, with the note that explains its marks where it has any."""
+    table = markdown(start_rows(campaign))
+    return f"{table}\n\n{SEED_PER_DRAW_NOTE}" if any(s.seed_per_draw for s in campaign.starts) else table
 
 
 def curves_figure(curves: Sequence[Curves]) -> object:
@@ -456,7 +477,7 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
         ("Curves", picture),
         ("A-Patch's factors on mixed groups", f"{factors}\n\n{apatch}" if apatch else f"{factors}\n\n{none}"),
         ("The sittings", markdown(sitting_rows(sittings)) if sittings else none),
-        ("The SFT starts (%, mixed as a share)", markdown(start_rows(campaign))),
+        ("The SFT starts (%, mixed as a share)", starts_section(campaign)),
     ]
     return "\n\n".join(f"## {title}\n\n{body}" for title, body in sections)
 

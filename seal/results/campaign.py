@@ -92,7 +92,9 @@ class SftStart:
     where not measured). `train_s` (the whole run that saved it) and `score_s` are seconds (`score_s` null
     where not timed), `date` ISO, `commit` the project's commit. `gpu_shared_by` counts the starts that
     trained at once on the same GPUs (absent for a start alone on its GPUs): its seconds are then not those
-    of a start alone.
+    of a start alone. `seed_per_draw` marks sampled measures taken when `seal eval` sent one seed with every
+    request of a draw (before commit 66f9b74): vLLM then gave every reply of the draw the same noise, so a
+    draw's episodes passed or failed together and the spread over draws is the seeds'.
     """
 
     recipe: Text
@@ -117,6 +119,7 @@ class SftStart:
     val_pass_at_n: Rate | None = None
     val_turns_passing: Rate | None = None
     gpu_shared_by: Count | None = None
+    seed_per_draw: Annotated[bool, Field(strict=True)] = False
 
     @field_validator("val_by_category", "mixed_by_category", "test_by_category")
     @classmethod

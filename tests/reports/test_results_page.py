@@ -171,6 +171,21 @@ def test_a_start_scored_on_val_alone_counts_in_table1_and_shows_dashes_for_what_
     assert rows["SFT start", "val"]["Avg"] == pm(shipped_vals)
 
 
+def test_sampled_values_taken_with_one_seed_a_draw_are_marked_and_the_mark_explained(tmp_path):
+    results = write_results(tmp_path, campaign_lines())
+    assert results_page.SEED_PER_DRAW_NOTE not in results_page.starts_section(read_campaign(results))
+    lines = (results / "sft_starts.jsonl").read_text().splitlines()
+    marked = json.loads(lines[0]) | {"seed_per_draw": True}
+    (results / "sft_starts.jsonl").write_text("\n".join([json.dumps(marked), *lines[1:]]) + "\n")
+    campaign = read_campaign(results)
+    first, second = results_page.start_rows(campaign)[:2]
+    sampled = ("mixed", "pass@1", "pass@8")
+    assert [first[key] for key in sampled] == [f"{marked['mixed']:.2f}†", "30.0†", "60.0†"]
+    assert first["val"] == f"{100 * marked['val']:.1f}" and first["val pass@1 (T=1)"] == "—"
+    assert [second[key] for key in sampled] == [f"{campaign.starts[1].mixed:.2f}", "30.0", "60.0"]
+    assert results_page.starts_section(campaign).endswith(f"\n\n{results_page.SEED_PER_DRAW_NOTE}")
+
+
 def test_the_paired_differences_are_seal_minus_vanilla_seed_by_seed(tmp_path):
     lines = campaign_lines()
     campaign = read_campaign(write_results(tmp_path, lines))
