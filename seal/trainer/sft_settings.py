@@ -12,6 +12,8 @@ from typing import Any
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
+from seal.trainer.launch.kernel import ATTENTION_CHOICES, AUTO
+
 SCHEMA_GROUP = "sft"
 SCHEMA_NAME = "schema"
 LOSS_WEIGHTINGS = ("token", "row")
@@ -51,7 +53,18 @@ class SFTSettings:
     (the token mean of each row, averaged over the batch's rows), as a plain behaviour-cloning loop does; the
     data is the same, the class that reads it (seal.trainer.sft.dataset) scales the loss mask."""
 
+    attention: str = AUTO
+    """Attention kernel of the trained model: auto | flash_attention_2 | torch_varlen | sdpa, resolved as
+    `seal.attention` is (seal/trainer/launch/kernel.py). auto: flash-attention 2 where flash-attn imports,
+    else torch's own varlen kernels on packed rows (torch 2.10+), else sdpa with each micro-batch padded to
+    its longest row. The launcher writes the choice into `model.override_config.attn_implementation`,
+    `model.use_remove_padding` and `model.external_lib`."""
+
     def __post_init__(self) -> None:
+        if self.attention not in ATTENTION_CHOICES:
+            raise ValueError(
+                f"attention must be one of {', '.join(ATTENTION_CHOICES)}, not {self.attention!r}"
+            )
         if self.loss_weighting not in LOSS_WEIGHTINGS:
             raise ValueError(
                 f"loss_weighting must be one of {', '.join(LOSS_WEIGHTINGS)}, not {self.loss_weighting!r}"

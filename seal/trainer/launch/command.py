@@ -280,6 +280,7 @@ def tested_in_launch(run_dir: Path) -> dict[str, Any]:
 def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv: list[str]) -> int:
     """Check, preflight and plan an SFT experiment; unless a dry run: build its rows, record, train, and
     print the model folder that `actor_rollout_ref.model.path` takes."""
+    from seal.trainer.launch.kernel import configure_sft_attention
     from seal.trainer.launch.plan import format_plan
     from seal.trainer.launch.record import RECORD_ROOT, launch_stamp, write_record
     from seal.trainer.launch.sft import (
@@ -296,14 +297,15 @@ def launch_sft(args: argparse.Namespace, config: DictConfig, entry: Entry, argv:
         raise LaunchError(
             "an SFT experiment takes no --test, --with-bfcl, --env-url or --adopt-omega", status=2
         )
+    attention = configure_sft_attention(config)
     settings = validate_sft(config)
     if entry.needs_gpus and not args.dry_run:
-        problem = gpu_problem(config)
+        problem = gpu_problem(config) or attention.problem
         if problem is not None:
             raise LaunchError(problem)
     for row in preflight_sft(config, settings):
         print(f"episode  {row.task_id}: {row.tokens} tokens, {row.trained} trained, reward {row.reward:g}")
-    print(format_plan(sft_plan_rows(config, settings)))
+    print(format_plan(sft_plan_rows(config, settings, attention)))
     if args.dry_run:
         print("\ndry run: config and rows are ready; nothing was written or started on a GPU")
         return 0

@@ -9,7 +9,9 @@
   loop with the same computation in chunks;
 - otherwise `sdpa` with every micro-batch padded to its longest sample (correct, much slower); verl turns its
   logits back into one row per token and would loop over them too, so `seal.trainer.logprobs` chunks them.
-An explicit value takes that kernel, `torch_varlen` under LoRA as `auto` does. The launcher (and
+An explicit value takes that kernel, `torch_varlen` under LoRA as `auto` does. An SFT experiment's
+`sft.attention` resolves the same way into its `model` section, `torch_varlen` with the log-probs chunked:
+verl's SFT trainer has no fused kernels. The launcher (and
 `seal.trainer.experiment.train`) resolves the setting before Ray starts and writes
 `actor_rollout_ref.model.override_config.attn_implementation`, `use_remove_padding`, `use_fused_kernels` and
 `external_lib` (the actor's and reference's settings follow the model's), so a kernel this machine lacks is
@@ -40,6 +42,12 @@ LORA_CHUNKED = (
     f"log-probs computed in chunks ({LOGPROBS_MODULE})"
 )
 """Seen on an H200 (2026-11-26): `aten.mm got mixed torch.Tensor and DTensor` in the first old_log_prob."""
+SFT_CHUNKED = (
+    f"SFT: verl's SFT trainer has no fused log-prob kernels, so packed without them, the log-probs computed "
+    f"in chunks ({LOGPROBS_MODULE})"
+)
+SETTING = "seal.attention"
+SFT_SETTING = "sft.attention"
 SEQUENCE_PARALLEL_KEYS = ("actor", "ref")
 """The `actor_rollout_ref` sections whose `ulysses_sequence_parallel_size` (and `fsdp_config`'s) count."""
 
@@ -100,17 +108,8 @@ def torch_varlen_available() -> bool:
 def choose_attention(config: DictConfig) -> AttentionChoice:
     """The kernel `config`'s `seal.attention` asks for on this machine; AttentionError when the config
     contradicts it (another `attn_implementation`, Ulysses sequence parallelism with `torch_varlen`)."""
-    setting = str(config.seal.attention)
-    if setting not in ATTENTION_CHOICES:
-        raise AttentionError(f"seal.attention must be one of {list(ATTENTION_CHOICES)}, got {setting!r}")
-    choice = _auto() if setting == AUTO else _explicit(setting)
-    named = (config.actor_rollout_ref.model.get("override_config") or {}).get("attn_implementation")
-    if named is not None and named != choice.kernel:
-        raise AttentionError(
-            f"actor_rollout_ref.model.override_config.attn_implementation={named} contradicts "
-            f"seal.attention={setting} ({choice.kernel}): choose the kernel with seal.attention, one of "
-            f"{list(ATTENTION_CHOICES)}"
-        )
+    model = config.actor_rollout_ref.model
+    choice = _resolve(model, "actor_rollout_ref.model", SETTING, config.seal.attention)
     from seal.trainer.launch.engine_limits import uses_lora
 
     if choice.kernel == TORCH_VARLEN and uses_lora(config):
@@ -123,11 +122,46 @@ def choose_attention(config: DictConfig) -> AttentionChoice:
     return choice
 
 
+def choose_sft_attention(config: DictConfig) -> AttentionChoice:
+    """The kernel an SFT config's `sft.attention` asks for on this machine, as `choose_attention` resolves
+    `seal.attention`; `torch_varlen` with verl's log-prob loop chunked (`SFT_CHUNKED`)."""
+    choice = _resolve(config.model, "model", SFT_SETTING, config.sft.attention)
+    if choice.kernel != TORCH_VARLEN:
+        return choice
+    if int(config.engine.get("ulysses_sequence_parallel_size") or 1) > 1:
+        raise AttentionError(
+            f"{TORCH_VARLEN} ({choice.reason}) has no Ulysses sequence parallelism: set "
+            "engine.ulysses_sequence_parallel_size=1, or install flash-attn"
+        )
+    return replace(choice, reason=f"{choice.reason}; {SFT_CHUNKED}", chunked_logprobs=True)
+
+
+def _resolve(model: DictConfig, where: str, key: str, value: object) -> AttentionChoice:
+    """The kernel `key`=`value` asks for on this machine; AttentionError for an unknown value or a model
+    section (at `where`) that names another `attn_implementation`."""
+    setting = str(value)
+    if setting not in ATTENTION_CHOICES:
+        raise AttentionError(f"{key} must be one of {list(ATTENTION_CHOICES)}, got {setting!r}")
+    choice = _auto() if setting == AUTO else _explicit(setting, key)
+    named = (model.get("override_config") or {}).get("attn_implementation")
+    if named is not None and named != choice.kernel:
+        raise AttentionError(
+            f"{where}.override_config.attn_implementation={named} contradicts {key}={setting} "
+            f"({choice.kernel}): choose the kernel with {key}, one of {list(ATTENTION_CHOICES)}"
+        )
+    return choice
+
+
 def apply_attention(config: DictConfig, choice: AttentionChoice) -> None:
     """Write `choice` into the verl keys that load the actor and reference model, in place."""
+    write_attention(config.actor_rollout_ref.model, choice)
+
+
+def write_attention(model: DictConfig, choice: AttentionChoice) -> None:
+    """Write `choice` into a model section's verl keys (an RL config's `actor_rollout_ref.model`, an SFT
+    config's `model`), in place."""
     from omegaconf import open_dict
 
-    model = config.actor_rollout_ref.model
     with open_dict(model):
         if model.get("override_config") is None:
             model.override_config = {}
@@ -146,6 +180,13 @@ def configure_attention(config: DictConfig) -> AttentionChoice:
     return choice
 
 
+def configure_sft_attention(config: DictConfig) -> AttentionChoice:
+    """Resolve an SFT config's `sft.attention` and write it into its `model`; again, a no-op."""
+    choice = choose_sft_attention(config)
+    write_attention(config.model, choice)
+    return choice
+
+
 def _auto() -> AttentionChoice:
     if flash_attn_imports():
         return AttentionChoice(FLASH_ATTENTION, "auto: flash-attn imports")
@@ -157,21 +198,21 @@ def _auto() -> AttentionChoice:
     )
 
 
-def _explicit(kernel: str) -> AttentionChoice:
-    reason = f"seal.attention={kernel}"
+def _explicit(kernel: str, key: str) -> AttentionChoice:
+    reason = f"{key}={kernel}"
     if kernel == FLASH_ATTENTION and not flash_attn_imports():
         return AttentionChoice(
             kernel,
             reason,
-            "seal.attention=flash_attention_2 but flash-attn does not import: install it (pip install "
-            "flash-attn==2.8.3 --no-build-isolation) or leave seal.attention=auto (torch's varlen kernels)",
+            f"{key}=flash_attention_2 but flash-attn does not import: install it (pip install "
+            f"flash-attn==2.8.3 --no-build-isolation) or leave {key}=auto (torch's varlen kernels)",
         )
     if kernel == TORCH_VARLEN and not torch_varlen_available():
         return AttentionChoice(
             kernel,
             reason,
-            f"seal.attention=torch_varlen needs torch 2.10 or later (torch.nn.attention.varlen), this is "
-            f"torch {_torch_version()}: set seal.attention=auto",
+            f"{key}=torch_varlen needs torch 2.10 or later (torch.nn.attention.varlen), this is "
+            f"torch {_torch_version()}: set {key}=auto",
         )
     return AttentionChoice(kernel, reason)
 

@@ -12,21 +12,13 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from seal.trainer.launch.kernel import FLASH_ATTENTION, AttentionChoice
+from seal.trainer.launch.kernel import AttentionChoice
 from seal.trainer.launch.liger import liger_uses
 from seal.trainer.launch.run_length import run_length
 from seal.trainer.settings import SealSettings
 
 PLAN_WIDTH = 100
 """Columns the printed plan fits in (a path longer than its column is not broken)."""
-
-
-def attention_kernel(config: DictConfig) -> str:
-    """The attention implementation the trained model is loaded with (the actor and reference model of an
-    RL config, `model` of an SFT one)."""
-    model = config.actor_rollout_ref.model if "actor_rollout_ref" in config else config.model
-    override = model.get("override_config") or {}
-    return str(override.get("attn_implementation") or FLASH_ATTENTION)
 
 
 def plan_rows(

@@ -22,7 +22,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.trainer.experiment import PROJECT_ROOT, ExperimentError
-from seal.trainer.launch.plan import attention_kernel
+from seal.trainer.launch.kernel import AttentionChoice
 from seal.trainer.sft.data import (
     SFT_SPLIT,
     SFTRow,
@@ -135,8 +135,11 @@ def ensure_sft_data(config: DictConfig, settings: SFTSettings) -> bool:
     return True
 
 
-def sft_plan_rows(config: DictConfig, settings: SFTSettings) -> list[tuple[str, str, str]]:
-    """(what, value, config keys) of an SFT run, for `seal.trainer.launch.plan.format_plan`."""
+def sft_plan_rows(
+    config: DictConfig, settings: SFTSettings, attention: AttentionChoice
+) -> list[tuple[str, str, str]]:
+    """(what, value, config keys) of an SFT run, for `seal.trainer.launch.plan.format_plan`; `attention` is
+    the kernel the launch resolved."""
     data, trainer, model = config.data, config.trainer, config.model
     replayed = [
         f"{Path(conf).name}: tool prompt {episodes.seal.rollout.protocol}, Ω preset "
@@ -179,8 +182,8 @@ def sft_plan_rows(config: DictConfig, settings: SFTSettings) -> list[tuple[str, 
         ("GPUs", f"{trainer.n_gpus_per_node} (torchrun, one node)", "trainer.n_gpus_per_node"),
         (
             "attention",
-            f"{attention_kernel(config)}, remove padding {model.use_remove_padding}",
-            "model.override_config.attn_implementation, model.use_remove_padding",
+            f"{attention.kernel} ({attention.reason}), remove padding {model.use_remove_padding}",
+            "sft.attention -> model.override_config.attn_implementation, use_remove_padding, external_lib",
         ),
         (
             "checkpoints",

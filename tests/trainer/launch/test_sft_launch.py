@@ -128,6 +128,27 @@ def test_the_loss_weighting_names_the_class_that_reads_the_rows_in_the_recorded_
     assert recorded["sft"]["loss_weighting"] == weighting
 
 
+@pytest.mark.parametrize(
+    ("setting", "written"),
+    [
+        ("sdpa", ("sdpa", False, False, "seal.trainer.logprobs")),
+        ("torch_varlen", ("torch_varlen", True, False, ["seal.trainer.logprobs", "seal.trainer.attention"])),
+    ],
+)
+def test_the_attention_setting_reaches_the_plan_and_the_model_verl_loads(
+    setting, written, folder, capsys, monkeypatch, tmp_path
+):
+    """Packed rows for torch's varlen kernels, whose module every rank imports; verl's log-prob loop chunked
+    either way (its SFT trainer has no fused kernels)."""
+    recorded = launched([f"model.path={folder}", f"sft.attention={setting}"], monkeypatch, tmp_path)
+    model = recorded["model"]
+    keys = ("use_remove_padding", "use_fused_kernels", "external_lib")
+    assert (model["override_config"]["attn_implementation"], *(model[k] for k in keys)) == written
+    attention = plan_values(capsys.readouterr().out)["attention"]
+    assert attention.startswith(f"{setting} (sft.attention={setting}")
+    assert f"remove padding {written[1]}" in attention and ("in chunks" in attention) is written[1]
+
+
 @pytest.mark.parametrize(("handling", "starts_from_copy"), [("split", True), ("keep", False)])
 def test_split_markers_reach_the_rows_and_the_trainer_as_their_pieces(
     handling, starts_from_copy, released, capsys, monkeypatch, tmp_path
@@ -207,6 +228,25 @@ def test_verls_sft_entry_point_reads_the_recorded_config(folder, tmp_path):
             [],
             ["model.path=MODEL", "data.custom_cls.name=RowMeanSFTDataset"],
             "follows sft.loss_weighting (token or row); set that instead",
+        ),
+        (
+            [],
+            ["model.path=MODEL", "sft.attention=flash"],
+            "sft.attention must be one of ['auto', 'flash_attention_2', 'torch_varlen', 'sdpa'], got 'flash'",
+        ),
+        (
+            [],
+            [
+                "model.path=MODEL",
+                "sft.attention=torch_varlen",
+                "+model.override_config.attn_implementation=sdpa",
+            ],
+            "model.override_config.attn_implementation=sdpa contradicts sft.attention=torch_varlen",
+        ),
+        (
+            [],
+            ["model.path=MODEL", "sft.attention=torch_varlen", "engine.ulysses_sequence_parallel_size=2"],
+            "has no Ulysses sequence parallelism: set engine.ulysses_sequence_parallel_size=1",
         ),
     ],
 )
