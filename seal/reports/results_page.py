@@ -355,7 +355,7 @@ def sitting_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
 SEED_PER_DRAW = "†"
 SEED_PER_DRAW_NOTE = (
     f"{SEED_PER_DRAW} sampled with one seed sent with every request of a draw (`seal eval` before commit "
-    "66f9b74): a draw's episodes passed or failed together, so the value is a mean over 8 correlated draws."
+    "66f9b74): a draw's episodes passed or failed together, so the value is a mean over correlated draws."
 )
 
 
