@@ -21,7 +21,8 @@
 # (val and its share of ground-truth turns passing, mixed share, pass@1, pass@8, per category, the card, the
 # phases' seconds). Specs may share a GPU (`a@0 b@0+optim.lr=2e-5` on a node of one): they train at once, and
 # their vLLM servers split its memory and start one at a time; their lines say `gpu_shared_by` (train_s is
-# then not a start's alone). A length curve on two GPUs:
+# then not a start's alone). Two 1.5B starts fit one H200 at once; a third ran out of its memory (a packed
+# start holds about 51 GB at its peak). A length curve on two GPUs:
 #   SFT_STEPS=120 SFT_SAVE=30 bash gpu/gpu_qwen_compare.sh starts MODEL_DIR g2@0,1
 #   bash gpu/gpu_qwen_compare.sh evaluate MODEL_DIR NAME SPLIT GPU  # greedy `seal eval` of one model folder
 #                                                 # (e.g. a saved checkpoint) into experiments/qwen/eval_NAME_SPLIT

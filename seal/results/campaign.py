@@ -78,23 +78,24 @@ class BaseModel:
 class SftStart:
     """One line of `sft_starts.jsonl`: an SFT start trained and measured.
 
-    `recipe` is the config and its overrides (`exp/sft_qwen.yaml`, or `exp/sft_qwen.yaml KEY=VALUE`),
-    `experiment` the run's name, `card` and `gpus` where it trained, `steps` its length. A checkpoint saved
-    at step N of a longer run is the start of `trainer.total_training_steps=N` (the learning rate is
-    constant), and its recipe says so. `val` is the greedy pass rate on the 100 val tasks, `test` on the 300
-    test tasks; `mixed` the share of the arms' train tasks whose 8 samples at T=1 are mixed (some pass, some
-    fail), `pass_at_1` the mean over those samples and `pass_at_8` the share of tasks with a passing sample
-    (each of these absent where not measured). `val_pass_at_1` and `val_pass_at_n` are the val tasks'
-    pass@1 and pass@N over `val_samples` samples at T=1 each: 100 x N episodes, a steadier measure than
-    100 greedy ones for telling close starts apart (absent where not measured). `val_turns_passing` is the
-    share of the greedy val episodes' ground-truth turns labelled `pass`, the mean over the four categories:
-    some 450 turns, where the pass rate counts 100 episodes that pass only if all their turns do (absent
-    where not measured). `train_s` (the whole run that saved it) and `score_s` are seconds (`score_s` null
-    where not timed), `date` ISO, `commit` the project's commit. `gpu_shared_by` counts the starts that
-    trained at once on the same GPUs (absent for a start alone on its GPUs): its seconds are then not those
-    of a start alone. `seed_per_draw` marks sampled measures taken when `seal eval` sent one seed with every
-    request of a draw (before commit 66f9b74): vLLM then gave every reply of the draw the same noise, so a
-    draw's episodes passed or failed together and the spread over draws is the seeds'.
+    `recipe` is the config and its overrides (`exp/sft_qwen.yaml`, or `exp/sft_qwen.yaml KEY=VALUE`), the
+    config as it was at `commit` (a later commit may change its values), `experiment` the run's name, `card`
+    and `gpus` where it trained, `steps` its length. A checkpoint saved at step N of a longer run is the start
+    of `trainer.total_training_steps=N` (the learning rate is constant), and its recipe says so. `val` is the
+    greedy pass rate on the 100 val tasks, `test` on the 300 test tasks; `mixed` the share of the arms' train
+    tasks whose 8 samples at T=1 are mixed (some pass, some fail), `pass_at_1` the mean over those samples and
+    `pass_at_8` the share of tasks with a passing sample (each of these absent where not measured).
+    `val_pass_at_1` and `val_pass_at_n` are the val tasks' pass@1 and pass@N over `val_samples` samples at T=1
+    each: 100 x N episodes, a steadier measure than 100 greedy ones for telling close starts apart (absent
+    where not measured). `val_turns_passing` is the share of the greedy val episodes' ground-truth turns
+    labelled `pass`, the mean over the four categories: some 450 turns, where the pass rate counts 100
+    episodes that pass only if all their turns do (absent where not measured). `train_s` (the whole run that
+    saved it) and `score_s` are seconds (`score_s` null where not timed), `date` ISO, `commit` the project's
+    commit. `gpu_shared_by` counts the starts that trained at once on the same GPUs (absent for a start alone
+    on its GPUs): its seconds are then not those of a start alone. `seed_per_draw` marks sampled measures
+    taken when `seal eval` sent one seed with every request of a draw (before commit 66f9b74): vLLM then gave
+    every reply of the draw the same noise, so a draw's episodes passed or failed together and the spread over
+    draws is the seeds'.
     """
 
     recipe: Text
@@ -125,11 +126,6 @@ class SftStart:
     @classmethod
     def _categories(cls, value: dict[str, float] | None) -> dict[str, float] | None:
         return value if value is None else _four_categories(value)
-
-    @property
-    def shipped(self) -> bool:
-        """Whether the start is the recipe as shipped: the config alone, no override."""
-        return len(self.recipe.split()) == 1
 
 
 @dataclass(frozen=True, config=CONFIG)

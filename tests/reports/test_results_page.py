@@ -144,12 +144,46 @@ def test_table1_gives_each_arm_its_mean_and_std_over_seeds_per_category_on_val_a
                 assert row[SHORT_NAMES[category]] == pm(
                     [line[f"{key}_by_category"][category] for line in mine]
                 )
-    shipped = [s for s in campaign.starts if s.recipe == "exp/sft.yaml"]
-    assert rows["SFT start", "test"]["Avg"] == pm([s.test for s in shipped])
     assert rows["base", "val"]["Avg"] == "0.0"
 
 
-def test_a_start_scored_on_val_alone_counts_in_table1_and_shows_dashes_for_what_was_not_sampled(tmp_path):
+def test_table1s_sft_start_is_each_seeds_start_as_its_arms_scored_it_before_training(tmp_path):
+    """One start a seed (its arms' mean, since each launch scores it once), on test only from the sittings
+    that played the test split before training; the starts measured apart do not enter."""
+    lines = campaign_lines()
+    rng = random.Random(3)
+    for line in lines:
+        if line["seed"] != 3:
+            rates = by_category(rng)
+            line |= {"test_before": avg(rates), "test_before_by_category": rates}
+    campaign = read_campaign(write_results(tmp_path, lines))
+    rows = {(row["model"], row["split"]): row for row in results_page.table1_rows(campaign)}
+
+    def per_seed(key: str, seeds: range, category: str | None = None) -> list[float]:
+        def value(line: dict) -> float:
+            return line[key] if category is None else line[f"{key}_by_category"][category]
+
+        return [statistics.fmean(value(line) for line in lines if line["seed"] == seed) for seed in seeds]
+
+    assert rows["SFT start", "val"]["Avg"] == pm(per_seed("val_before", range(1, 4)))
+    assert rows["SFT start", "val"]["n"] == "3 start(s)"
+    assert rows["SFT start", "test"]["Avg"] == pm(per_seed("test_before", range(1, 3)))
+    assert rows["SFT start", "test"]["n"] == "2 start(s)"
+    for category in CATEGORIES:
+        expected = pm(per_seed("test_before", range(1, 3), category))
+        assert rows["SFT start", "test"][SHORT_NAMES[category]] == expected
+
+
+def test_without_a_sitting_table1_has_no_sft_start_to_show(tmp_path):
+    rows = {
+        (r["model"], r["split"]): r
+        for r in results_page.table1_rows(read_campaign(write_results(tmp_path, [])))
+    }
+    assert rows["SFT start", "val"]["Avg"] == rows["SFT start", "test"]["Avg"] == "—"
+    assert rows["SFT start", "val"]["n"] == "0 start(s)"
+
+
+def test_a_start_scored_on_val_alone_shows_dashes_for_what_was_not_sampled(tmp_path):
     results = write_results(tmp_path, campaign_lines())
     val = dict.fromkeys(CATEGORIES, 0.5)
     checkpoint = {"recipe": "exp/sft.yaml", "experiment": "sft_curve", "card": "H200", "gpus": 2, "steps": 60}
@@ -165,10 +199,6 @@ def test_a_start_scored_on_val_alone_counts_in_table1_and_shows_dashes_for_what_
     assert shown == ("50.0", "—", "—", "—", "—", "—") and row["val turns passing"] == "—"
     before = results_page.start_rows(campaign)[-2]
     assert (before["val pass@1 (T=1)"], before["val turns passing"]) == ("37.5", "0.41")
-    shipped_vals = [s.val for s in campaign.starts if s.shipped]
-    assert len(shipped_vals) == 4 and shipped_vals[-2:] == [0.5, 0.5]
-    rows = {(r["model"], r["split"]): r for r in results_page.table1_rows(campaign)}
-    assert rows["SFT start", "val"]["Avg"] == pm(shipped_vals)
 
 
 def test_sampled_values_taken_with_one_seed_a_draw_are_marked_and_the_mark_explained(tmp_path):

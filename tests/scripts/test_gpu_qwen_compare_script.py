@@ -591,15 +591,19 @@ def test_sittings_at_once_on_one_disk_train_each_seed_s_start_once_and_keep_thei
     [
         ({"NGPUS": "4", "ARM_BARRIER": "2"}, ["0,1", "2,3"]),
         ({"NGPUS": "4", "ARMS_AT_ONCE": "0"}, ["0,1,2,3"] * 2),
+        ({"NGPUS": "1"}, ["0"] * 2),
     ],
-    ids=["at once, two GPUs each", "in turn, all four each"],
+    ids=["at once, two GPUs each", "in turn, all four each", "in turn, a node of one"],
 )
 def test_a_sitting_of_two_arms_trains_one_start_then_the_arms_each_line_counting_it(tmp_path, settings, gpus):
     work, record, env = project(tmp_path)
     done = script(work, {**env, **settings}, "sitting", str(tmp_path / "model"), "vanilla,seal", "2")
     assert done.returncode == 0, done.stderr
     sft, *arms = launches(record)
-    assert experiment(sft["argv"]) == "sft_qwen_s2" and sft["gpus"] == "0,1,2,3"
+    assert experiment(sft["argv"]) == "sft_qwen_s2" and sft["gpus"] == ",".join(
+        map(str, range(int(settings["NGPUS"])))
+    )
+    assert f"trainer.n_gpus_per_node={settings['NGPUS']}" in sft["argv"]
     arms = {experiment(c["argv"]): c for c in arms}
     assert sorted(arms) == ["learn_qwen_seal_s2_sitting", "learn_qwen_vanilla_s2_sitting"]
     for arm, expected in zip(("vanilla", "seal"), gpus, strict=True):
