@@ -30,14 +30,17 @@ left as it is. Nothing is downloaded.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from seal.backbones.catalog import BACKBONES, Backbone
 from seal.backbones.folder import write_config, write_tokenizer_and_config
@@ -124,9 +127,10 @@ def _build_smollm2(out: Path, gguf: Path) -> Path:
     if _cached(out, source):
         return out
     _require_gguf()
-    # The tokenizer class itself: AutoTokenizer would read the whole file once more, for a config (5 s of 10).
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = _dequantized(gguf)
+    with _gguf_parsed_once():
+        # The tokenizer class itself: AutoTokenizer would read the file's config once more.
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = _dequantized(gguf)
     if not tokenizer.chat_template:
         tokenizer.chat_template = CHATML_TEMPLATE
     # The GGUF reader maps the end-of-sequence token to <|im_start|>; generation must stop at the
@@ -142,6 +146,30 @@ def _build_smollm2(out: Path, gguf: Path) -> Path:
 def _require_gguf() -> None:
     if importlib.util.find_spec("gguf") is None:
         raise SmokeModelError("transformers needs the gguf package to read the model: pip install gguf")
+
+
+@contextlib.contextmanager
+def _gguf_parsed_once() -> Iterator[None]:
+    """Inside the block, transformers parses each GGUF file once and builds each of gguf's tensor-name maps
+    once. It parses the file's header (SmolLM2's 49,152-token vocabulary: seconds) for the config, the
+    tokenizer and the weights alike, and builds a name map for each of the model's 400 modules: half the
+    time of a SmolLM2 build. Both are read-only, and transformers imports them from gguf where it calls."""
+    import gguf
+
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    parsed: dict[tuple[str, str], Any] = {}
+
+    def parse_once(path: str | Path, mode: str = "r") -> Any:
+        key = (str(Path(path).resolve()), mode)
+        if key not in parsed:
+            parsed[key] = reader(path, mode)
+        return parsed[key]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = parse_once, functools.cache(name_map)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
 
 
 def _dequantized(gguf: Path, config: dict | None = None) -> torch.nn.Module:
@@ -179,7 +207,8 @@ def build_released(backbone: Backbone, out: Path, parts: Path) -> Path:
         write_tokenizer_and_config(backbone, out)  # then a missing tokenizer package, in seconds
         with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{out.name}-") as scratch:
             gguf = backbone.gguf.assemble(parts, Path(scratch))
-            _dequantized(gguf, backbone.config).save_pretrained(out)
+            with _gguf_parsed_once():
+                _dequantized(gguf, backbone.config).save_pretrained(out)
     except (GgufPartsError, TokenizerSourceError) as error:
         raise SmokeModelError(str(error)) from None
     write_config(out, backbone.config)

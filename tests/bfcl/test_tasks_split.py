@@ -1,6 +1,7 @@
 """The 800 tasks, the SEAL split and the deterministic parquet files."""
 
 import hashlib
+import json
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -19,6 +20,18 @@ def test_all_800_tasks_load_with_aligned_ground_truth():
     for task in tasks.values():
         assert len(task.questions) == len(task.ground_truth)
         assert task.functions
+
+
+@pytest.mark.parametrize("category", CATEGORIES)
+def test_the_tasks_are_bfcl_evals_entries_whose_docs_are_read_once(category):
+    """`load_tasks` reads each doc file once; bfcl-eval's own loader, once per task, gives the same."""
+    from bfcl_eval.utils import load_dataset_entry
+
+    from seal.bfcl.tasks import _entries
+
+    ours = _entries(category, {})
+    theirs = load_dataset_entry(category, include_prereq=False, include_language_specific_hint=False)
+    assert json.dumps(ours) == json.dumps(theirs)  # key order and number types too
 
 
 def test_miss_func_reveal_turns_hold_the_held_out_docs():
