@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -76,47 +78,42 @@ def _build(entry: dict[str, Any], answer: dict[str, Any]) -> Task:
     )
 
 
-def _entries(category: str, doc_text: dict[str, bytes]) -> list[dict[str, Any]]:
-    """bfcl-eval's `load_dataset_entry(category, include_prereq=False, include_language_specific_hint=False)`
-    for a multi-turn category, each function-doc file read once (`doc_text`: class -> its docs as a JSON
-    array) where bfcl-eval reads and parses it, under a file lock, once per task: 1,348 reads, two thirds of
-    an environment service's start-up."""
+@contextmanager
+def _files_read_once() -> Iterator[None]:
+    """Inside the block bfcl-eval's `load_file` reads and parses each file once and hands out fresh copies:
+    its task loader reads every function-doc file again for each task, under a file lock (1,348 reads for the
+    800 tasks, two thirds of an environment service's start-up). The loader's logic stays bfcl-eval's."""
+    import bfcl_eval.utils as bfcl_utils
     import orjson
-    from bfcl_eval.constants.category_mapping import VERSION_PREFIX
-    from bfcl_eval.constants.eval_config import MULTI_TURN_FUNC_DOC_PATH, PROMPT_PATH
-    from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
-    from bfcl_eval.utils import load_file
 
-    entries = load_file(PROMPT_PATH / f"{VERSION_PREFIX}_{category}.json")
-    for entry in entries:
-        docs: list[dict[str, Any]] = []
-        for name in entry["involved_classes"]:
-            if name not in doc_text:
-                lines = (MULTI_TURN_FUNC_DOC_PATH / MULTI_TURN_FUNC_DOC_FILE_MAPPING[name]).read_bytes()
-                doc_text[name] = b"[" + b",".join(line for line in lines.splitlines() if line.strip()) + b"]"
-            docs.extend(orjson.loads(doc_text[name]))  # fresh dicts per task, as bfcl-eval gives
-        entry["function"] = docs
-        for turn, held_out in entry.get("missed_function", {}).items():
-            entry["missed_function"][turn] = []
-            for missed in held_out:  # the held-out doc moves from the task's docs to its turn's
-                at = next((i for i, doc in enumerate(docs) if doc["name"] == missed), None)
-                if at is not None:
-                    entry["missed_function"][turn].append(docs.pop(at))
-    return entries
+    read = bfcl_utils.load_file
+    parsed: dict[tuple[str, bool], bytes] = {}
+
+    def once(file_path: str | Path, sort_by_id: bool = False, use_lock: bool = True) -> list[dict]:
+        key = (str(file_path), sort_by_id)
+        if key not in parsed:
+            parsed[key] = orjson.dumps(read(file_path, sort_by_id=sort_by_id, use_lock=use_lock))
+        return orjson.loads(parsed[key])  # fresh dicts for each caller, as a read gives
+
+    bfcl_utils.load_file = once
+    try:
+        yield
+    finally:
+        bfcl_utils.load_file = read
 
 
 @cache
 def load_tasks() -> MappingProxyType[str, Task]:
     """All 800 tasks from the bfcl-eval package data, keyed by id (loaded once per process)."""
-    from bfcl_eval.utils import load_ground_truth_entry
+    from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
     tasks: dict[str, Task] = {}
-    doc_text: dict[str, bytes] = {}
-    for category in CATEGORIES:
-        entries = _entries(category, doc_text)
-        answers = load_ground_truth_entry(category)
-        for entry, answer in zip(entries, answers, strict=True):
-            tasks[entry["id"]] = _build(entry, answer)
+    with _files_read_once():
+        for category in CATEGORIES:
+            entries = load_dataset_entry(category, include_prereq=False, include_language_specific_hint=False)
+            answers = load_ground_truth_entry(category)
+            for entry, answer in zip(entries, answers, strict=True):
+                tasks[entry["id"]] = _build(entry, answer)
     return MappingProxyType(tasks)
 
 

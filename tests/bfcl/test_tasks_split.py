@@ -23,15 +23,25 @@ def test_all_800_tasks_load_with_aligned_ground_truth():
 
 
 @pytest.mark.parametrize("category", CATEGORIES)
-def test_the_tasks_are_bfcl_evals_entries_whose_docs_are_read_once(category):
-    """`load_tasks` reads each doc file once; bfcl-eval's own loader, once per task, gives the same."""
-    from bfcl_eval.utils import load_dataset_entry
+def test_reading_each_file_once_gives_what_bfcl_evals_loader_gives_fresh_each_time(category):
+    """`load_tasks` runs bfcl-eval's loader with each file read once: the same entries (key order and number
+    types too), each read its own copy, and bfcl-eval's reader back in place after."""
+    import bfcl_eval.utils as bfcl_utils
 
-    from seal.bfcl.tasks import _entries
+    from seal.bfcl.tasks import _files_read_once
 
-    ours = _entries(category, {})
-    theirs = load_dataset_entry(category, include_prereq=False, include_language_specific_hint=False)
-    assert json.dumps(ours) == json.dumps(theirs)  # key order and number types too
+    def load() -> list[dict]:
+        return bfcl_utils.load_dataset_entry(
+            category, include_prereq=False, include_language_specific_hint=False
+        )
+
+    reader, theirs = bfcl_utils.load_file, load()
+    with _files_read_once():
+        ours, again = load(), load()
+    assert json.dumps(ours) == json.dumps(theirs)
+    ours[0]["function"].clear()
+    assert json.dumps(again) == json.dumps(theirs)
+    assert bfcl_utils.load_file is reader
 
 
 def test_miss_func_reveal_turns_hold_the_held_out_docs():
