@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,6 +79,10 @@ def _build(entry: dict[str, Any], answer: dict[str, Any]) -> Task:
     )
 
 
+_READ_ONCE = threading.Lock()
+"""One block at a time: two threads' blocks interleaved could leave the other's reader in bfcl-eval."""
+
+
 @contextmanager
 def _files_read_once() -> Iterator[None]:
     """Inside the block bfcl-eval's `load_file` reads and parses each file once and hands out fresh copies:
@@ -86,20 +91,21 @@ def _files_read_once() -> Iterator[None]:
     import bfcl_eval.utils as bfcl_utils
     import orjson
 
-    read = bfcl_utils.load_file
     parsed: dict[tuple[str, bool], bytes] = {}
+    with _READ_ONCE:
+        read = bfcl_utils.load_file
 
-    def once(file_path: str | Path, sort_by_id: bool = False, use_lock: bool = True) -> list[dict]:
-        key = (str(file_path), sort_by_id)
-        if key not in parsed:
-            parsed[key] = orjson.dumps(read(file_path, sort_by_id=sort_by_id, use_lock=use_lock))
-        return orjson.loads(parsed[key])  # fresh dicts for each caller, as a read gives
+        def once(file_path: str | Path, sort_by_id: bool = False, use_lock: bool = True) -> list[dict]:
+            key = (str(file_path), sort_by_id)
+            if key not in parsed:
+                parsed[key] = orjson.dumps(read(file_path, sort_by_id=sort_by_id, use_lock=use_lock))
+            return orjson.loads(parsed[key])  # fresh dicts for each caller, as a read gives
 
-    bfcl_utils.load_file = once
-    try:
-        yield
-    finally:
-        bfcl_utils.load_file = read
+        bfcl_utils.load_file = once
+        try:
+            yield
+        finally:
+            bfcl_utils.load_file = read
 
 
 @cache

@@ -22,6 +22,7 @@ sitting of the arm played the test split before its first step (`seal.test_befor
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,10 +74,10 @@ def seed_starts(sittings: Sequence[Sitting], split: str) -> tuple[list[float], l
     for seed in sorted({s.seed for s in sittings}):
         measured = [s for s in sittings if s.seed == seed and getattr(s, key) is not None]
         if measured:
-            means.append(math.fsum(getattr(s, key) for s in measured) / len(measured))
+            means.append(statistics.fmean(getattr(s, key) for s in measured))
             categories.append(
                 {
-                    c: math.fsum(getattr(s, f"{key}_by_category")[c] for s in measured) / len(measured)
+                    c: statistics.fmean(getattr(s, f"{key}_by_category")[c] for s in measured)
                     for c in CATEGORIES
                 }
             )

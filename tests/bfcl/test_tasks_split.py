@@ -3,6 +3,8 @@
 import hashlib
 import json
 import shutil
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -41,6 +43,37 @@ def test_reading_each_file_once_gives_what_bfcl_evals_loader_gives_fresh_each_ti
     assert json.dumps(ours) == json.dumps(theirs)
     ours[0]["function"].clear()
     assert json.dumps(again) == json.dumps(theirs)
+    assert bfcl_utils.load_file is reader
+
+
+def test_blocks_of_two_threads_leave_bfcl_evals_reader_in_place_whichever_ends_first():
+    """The second thread's block waits for the first's: interleaved, the first ending first would restore
+    bfcl-eval's reader and the second then put the first's cached one back for good."""
+    import bfcl_eval.utils as bfcl_utils
+
+    from seal.bfcl.tasks import _files_read_once
+
+    reader = bfcl_utils.load_file
+    inside, release_first, release_second = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with _files_read_once():
+            inside.set()
+            release_first.wait(10)
+
+    def second() -> None:
+        with _files_read_once():
+            release_second.wait(10)
+
+    one, two = threading.Thread(target=first), threading.Thread(target=second)
+    one.start()
+    assert inside.wait(10)
+    two.start()
+    time.sleep(0.2)  # room for the second block to enter, were it not held back
+    release_first.set()
+    one.join(10)
+    release_second.set()
+    two.join(10)
     assert bfcl_utils.load_file is reader
 
 
