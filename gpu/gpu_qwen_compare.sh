@@ -16,8 +16,9 @@
 # SFT start of exp/sft_qwen.yaml (experiment sft_qwen_NAME; SFT_STEPS steps when set, a checkpoint every
 # SFT_SAVE steps when set, else the last alone) trained on those GPUs, all specs at once; then each saved
 # checkpoint, served on one of its start's GPUs, gets its greedy val, the last one also 8 samples at temperature 1
-# of the 64 train tasks the arms of seed 1 draw (with VAL_SAMPLES=N also N samples at T=1 of the val tasks: a
-# pass@1 over 100 x N episodes, steadier than 100 greedy ones), and one line in experiments/qwen/starts.jsonl
+# of the 64 train tasks the arms of seed DRAW_SEED (1) draw, the line's mixed_tasks_seed (with VAL_SAMPLES=N
+# also N samples at T=1 of the val tasks: a pass@1 over 100 x N episodes, steadier than 100 greedy ones), and
+# one line in experiments/qwen/starts.jsonl
 # (val and its share of ground-truth turns passing, mixed share, pass@1, pass@8, per category, the card, the
 # phases' seconds). Specs may share a GPU (`a@0 b@0+optim.lr=2e-5` on a node of one): they train at once, and
 # their vLLM servers split its memory and start one at a time; their lines say `gpu_shared_by` (train_s is
@@ -172,7 +173,7 @@ score_checkpoint() {  # score_checkpoint EXP FOLDER GPU TRAINED_ON MIXED [OVERRI
   "$py" - "$dest" "$exp" "$step" "$trained_on" "$(nvidia-smi --query-gpu=name --format=csv,noheader -i "$gpu")" \
     "$(cat "$state/$exp.train_s" 2>/dev/null || echo 0)" $((SECONDS - began)) "${share:-1}" "$*" \
     >> "$state/starts.jsonl" <<'PY'
-import json, pathlib, sys, yaml
+import json, os, pathlib, sys, yaml
 dest, exp, step, gpus, card, train_s, score_s, share, overrides = sys.argv[1:]
 shipped = yaml.safe_load(open("exp/sft_qwen.yaml"))["trainer"]["total_training_steps"]
 if int(step) != shipped and "trainer.total_training_steps=" not in overrides:
@@ -199,6 +200,7 @@ if mixed is not None:
         "mixed": mixed["mixed_share"],
         "mixed_by_category": {c: v["mixed_share"] for c, v in mixed["by_category"].items()},
         "pass_at_1": mixed["pass_at_1"], "pass_at_8": mixed["pass_at_n"],
+        "mixed_tasks_seed": int(os.environ.get("DRAW_SEED") or 1),
     }
 if sampled is not None:
     line |= {"val_samples": sampled["samples"], "val_pass_at_1": sampled["pass_at_1"],
@@ -313,7 +315,8 @@ timed() {  # timed DIR PHASE COMMAND...: the command unless DIR/PHASE holds its 
   log "phase $phase: $(cat "$dir/$phase") s"
 }
 
-arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPU_LIST RUN: the arm with val and test before and after
+arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPU_LIST RUN: the arm with val and test before and after;
+  # vLLM without torch.compile (no_compile): a sitting's 16 steps do not earn back what compiling costs a bare node
   local steps=${STEPS:-16}
   [ -f "experiments/$5/trained.json" ] && return 0
   # a launch a job's limit stopped has no checkpoint to resume: it is set aside, so its metrics do not count
@@ -322,7 +325,7 @@ arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPU_LIST RUN: the arm with val 
     actor_rollout_ref.model.path="$3" seed="$2" trainer.experiment_name="$5" \
     trainer.n_gpus_per_node=$(($(tr -cd , <<< "$4" | wc -c) + 1)) \
     trainer.total_training_steps="$steps" trainer.total_epochs=$(((steps + 7) / 8)) trainer.test_freq="$steps" \
-    trainer.save_freq=-1 seal.test_before=true seal.test_after=true 'trainer.logger=[console,file]' \
+    trainer.save_freq=-1 seal.test_before=true seal.test_after=true 'trainer.logger=[console,file]' "$no_compile" \
     > "$state/$5.log" 2>&1
 }
 

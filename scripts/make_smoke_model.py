@@ -179,13 +179,16 @@ def _dequantized(gguf: Path, config: dict | None = None) -> torch.nn.Module:
     from transformers import AutoModelForCausalLM
 
     quantized = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.bfloat16)
-    # Newer transformers mark a GGUF-loaded model as quantized and refuse to save it: copy the de-quantized
-    # weights into a plain model of the same configuration.
+    # Newer transformers mark a GGUF-loaded model as quantized and refuse to save it: the de-quantized tensors
+    # go into a plain model of the same configuration, built on the meta device and taking them as they are
+    # (initialising weights only to overwrite them was a quarter of the 1.5B's build).
     settings = dict(quantized.config.to_dict() if config is None else config)
     settings.pop("quantization_config", None)
-    model = AutoModelForCausalLM.from_config(type(quantized.config).from_dict(settings), dtype=torch.bfloat16)
+    plain = type(quantized.config).from_dict(settings)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(plain, dtype=torch.bfloat16)
     try:
-        model.load_state_dict(quantized.state_dict())
+        model.load_state_dict(quantized.state_dict(), assign=True)
     except RuntimeError as exc:
         fault = " ".join(line.strip() for line in str(exc).splitlines()[1:])
         raise SmokeModelError(f"{gguf.name} is not of the expected shape: {fault[:300]}") from None

@@ -391,6 +391,7 @@ def start_rows(campaign: Campaign) -> list[dict[str, str]]:
                 "test": "—" if s.test is None else f"{100 * s.test:.1f}",
                 "val pass@1 (T=1)": _sampled(s.val_pass_at_1, mark),
                 "mixed": _sampled(s.mixed, mark, 1.0, 2),
+                "tasks of seed": "—" if s.mixed is None else str(s.mixed_tasks_seed),
                 "pass@1": _sampled(s.pass_at_1, mark),
                 "pass@8": _sampled(s.pass_at_8, mark),
                 "date": s.date,

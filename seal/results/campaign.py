@@ -84,7 +84,9 @@ class SftStart:
     of `trainer.total_training_steps=N` (the learning rate is constant), and its recipe says so. `val` is the
     greedy pass rate on the 100 val tasks, `test` on the 300 test tasks; `mixed` the share of the arms' train
     tasks whose 8 samples at T=1 are mixed (some pass, some fail), `pass_at_1` the mean over those samples and
-    `pass_at_8` the share of tasks with a passing sample (each of these absent where not measured).
+    `pass_at_8` the share of tasks with a passing sample (each of these absent where not measured), over
+    the 64 train tasks that the arms of seed `mixed_tasks_seed` draw (1 where absent: every line before seed
+    2's start).
     `val_pass_at_1` and `val_pass_at_n` are the val tasks' pass@1 and pass@N over `val_samples` samples at T=1
     each: 100 x N episodes, a steadier measure than 100 greedy ones for telling close starts apart (absent
     where not measured). `val_turns_passing` is the share of the greedy val episodes' ground-truth turns
@@ -113,6 +115,7 @@ class SftStart:
     mixed_by_category: ByCategory | None = None
     pass_at_1: Rate | None = None
     pass_at_8: Rate | None = None
+    mixed_tasks_seed: Count = 1
     test: Rate | None = None
     test_by_category: ByCategory | None = None
     val_samples: Count | None = None

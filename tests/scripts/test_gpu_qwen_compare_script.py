@@ -346,6 +346,7 @@ def test_a_length_curve_on_two_gpus_scores_every_saved_checkpoint(tmp_path):
             "mixed_by_category": {c: v["mixed_share"] for c, v in sampled["by_category"].items()},
             "pass_at_1": sampled["pass_at_1"],
             "pass_at_8": sampled["pass_at_n"],
+            "mixed_tasks_seed": 1,
         }
         == lines["sft_qwen_g2", 120]
     )
@@ -383,6 +384,19 @@ def test_val_samples_samples_the_last_checkpoint_s_val_tasks(tmp_path):
         measured["pass_at_n"],
     )
     assert last["val_pass_at_1"] != last["pass_at_1"]  # the val tasks' samples, not the train draw's
+
+
+def test_draw_seed_samples_the_train_tasks_that_seed_s_arms_draw_and_the_line_names_it(tmp_path):
+    work, record, env = project(tmp_path)
+    drawn = {}
+    for seed in ("1", "2"):
+        shutil.rmtree(work / "experiments", ignore_errors=True)
+        done = script(work, {**env, "DRAW_SEED": seed}, "starts", str(tmp_path / "model"), "g1@0")
+        assert done.returncode == 0, done.stderr
+        mixed = evals(record)["experiments/qwen/eval_sft_qwen_g1_step60_mixed"]
+        drawn[seed] = set(value(mixed, "--tasks").split(","))
+        assert start_lines(work)["sft_qwen_g1", 60]["mixed_tasks_seed"] == int(seed)
+    assert len(drawn["2"]) == 64 and drawn["1"] != drawn["2"]
 
 
 def test_two_specs_train_at_once_each_on_its_gpu_with_its_overrides(tmp_path):
@@ -510,6 +524,7 @@ def test_a_sitting_trains_the_start_then_the_arm_with_its_test_and_writes_the_li
         "seal.test_before=true",
         "seal.test_after=true",
         "trainer.save_freq=-1",
+        "+actor_rollout_ref.rollout.engine_kwargs.vllm.compilation_config={mode:0,cudagraph_mode:FULL_DECODE_ONLY}",
     ]
     assert set(expected) <= set(arm["argv"])
     assert "trainer.n_gpus_per_node=2" in arm["argv"]
