@@ -13,6 +13,7 @@ Only train-split rows of `seal.dataset` are ever played, and `write_sft_parquet`
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, DictConfigWrap
 from verl.utils.config import omega_conf_to_dataclass
 from verl.utils.dataset.rl_dataset import get_dataset_class
@@ -70,13 +71,21 @@ def episode_config(conf: Path | str, model_dir: Path | str, overrides: Sequence[
     )
 
 
+@functools.cache
+def _model_config(model: str) -> Any:
+    """verl's model config of one `actor_rollout_ref.model` section (its YAML): it loads the tokenizer twice,
+    as the tokenizer and as the processor, seconds each; the experiments an SFT run replays, and its preflight
+    and its rows, share one model."""
+    return omega_conf_to_dataclass(OmegaConf.create(model))
+
+
 class GroundTruthPlayer:
     """Plays ground-truth episodes through `SealAgentLoop`, built as verl's `AgentLoopWorker` builds it."""
 
     def __init__(self, config: DictConfig) -> None:
         self.config = config
         self.settings: SealSettings = settings_from_config(config)
-        model = omega_conf_to_dataclass(config.actor_rollout_ref.model)
+        model = _model_config(OmegaConf.to_yaml(config.actor_rollout_ref.model, resolve=True))
         self.tokenizer = model.tokenizer
         self.processor = model.processor
         model_type = getattr(model.hf_config, "model_type", None)
