@@ -25,6 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, DictConfigWrap
 from verl.utils.config import omega_conf_to_dataclass
 from verl.utils.dataset.rl_dataset import get_dataset_class
+from verl.workers.config import HFModelConfig
 
 from seal.bfcl.tasks import split_ids
 from seal.dataset import rows as dataset_rows
@@ -72,7 +73,7 @@ def episode_config(conf: Path | str, model_dir: Path | str, overrides: Sequence[
 
 
 @functools.cache
-def _model_config(model: str) -> Any:
+def _model_config(model: str) -> HFModelConfig:
     """verl's model config of one `actor_rollout_ref.model` section (its YAML): it loads the tokenizer twice,
     as the tokenizer and as the processor, seconds each; the experiments an SFT run replays, and its preflight
     and its rows, share one model."""
