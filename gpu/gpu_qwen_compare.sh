@@ -123,6 +123,7 @@ train_start() {  # train_start NAME GPUS [OVERRIDE...]: exp/sft_qwen.yaml on tho
     'checkpoint.save_contents=[hf_model]' "${steps[@]}" "$@" > "$state/$exp.log" 2>&1
   local status=$?
   echo $((SECONDS - began)) > "$state/$exp.train_s"
+  tr , '\n' <<< "$gpus" | wc -l > "$state/$exp.gpus"  # how many it trained on, for the lines of arms from it
   log "$exp: exit $status after $((SECONDS - began)) s"
 }
 
@@ -391,7 +392,7 @@ one_arm() {  # one_arm ARM SEED SFT_FOLDER GPU_LIST CARD DIR: the arm's launch, 
   [ -f "$6/phases/arm_steps" ] || split_arm_phases "$run" "$6/phases"
   if [ ! -f "$6/line.json" ]; then
     "$py" -m seal.reports.sitting --arm "$1" --seed "$2" --card "$5" --gpus "$(($(tr -cd , <<< "$4" | wc -c) + 1))" \
-      --run "experiments/$run" \
+      --run "experiments/$run" --sft-gpus "$(cat "$state/sft_qwen_s$2.gpus" 2>/dev/null)" \
       --phases "$6/phases" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
       --task-scores "$6/task_scores.csv" > "$6/line.json.partial" && mv "$6/line.json.partial" "$6/line.json" || return 1
     cat "$6/line.json" >> "$state/runs.jsonl"

@@ -339,13 +339,20 @@ def apatch_rows(curves: Sequence[Curves]) -> list[dict[str, str]]:
     return rows
 
 
+def _start_elsewhere(sitting: Sitting) -> str:
+    """Where the seed's start trained on another count of GPUs than the arm, that count."""
+    if sitting.sft_gpus is None or sitting.sft_gpus == sitting.gpus:
+        return ""
+    return f" (start on {sitting.sft_gpus})"
+
+
 def sitting_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
     """One row per result line, as the arms' order and seeds sort them."""
     return [
         {
             "arm": ARM_NAMES[s.arm],
             "seed": str(s.seed),
-            "GPUs": f"{s.gpus} × {s.card}",
+            "GPUs": f"{s.gpus} × {s.card}" + _start_elsewhere(s),
             "SFT val": f"{100 * s.sft_val:.1f}",
             "SFT mixed": f"{s.sft_mixed:.2f}",
             "val before": f"{100 * s.val_before:.1f}",

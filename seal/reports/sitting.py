@@ -1,6 +1,6 @@
 """One sitting's result line: one arm x one seed, from its run folder.
 
-    python -m seal.reports.sitting --arm seal --seed 1 --card "NVIDIA H200" --gpus 4 \
+    python -m seal.reports.sitting --arm seal --seed 1 --card "NVIDIA H200" --gpus 4 --sft-gpus 4 \
         --run experiments/learn_qwen_seal_s1 --phases PHASES_DIR --commit abc1234 \
         >> experiments/qwen/runs.jsonl
 
@@ -123,6 +123,15 @@ def read_phases(folder: Path) -> dict[str, int]:
     return {name: int((folder / name).read_text()) for name in PHASES if (folder / name).is_file()}
 
 
+def _recorded_count(text: str) -> int | None:
+    """A count the driver read from a file, or None where it had none to read (an empty argument)."""
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of GPUs (1 or more, or empty)")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m seal.reports.sitting", description=__doc__.split("\n")[0]
@@ -130,7 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arm", required=True, help="the arm's name: seal, vanilla or full_loop")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--card", required=True, help="the GPU's name, as nvidia-smi gives it")
-    parser.add_argument("--gpus", type=int, required=True, help="GPUs the SFT start and the arm trained on")
+    parser.add_argument("--gpus", type=int, required=True, help="GPUs the arm trained on")
+    parser.add_argument(
+        "--sft-gpus",
+        type=_recorded_count,
+        help="GPUs the seed's SFT start trained on (empty: not recorded, and the line leaves it out)",
+    )
     parser.add_argument("--run", type=Path, required=True, help="the arm's run folder")
     parser.add_argument("--phases", type=Path, required=True, help="folder of one seconds file per phase")
     parser.add_argument("--commit", required=True, help="the project's commit the sitting ran")
@@ -148,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         "commit": args.commit,
         "files": f"{args.arm}_s{args.seed}_{day}",
     }
+    if args.sft_gpus is not None:
+        identity["sft_gpus"] = args.sft_gpus
     try:
         line = sitting_line(identity, args.run, read_phases(args.phases))
         if args.task_scores is not None:

@@ -137,7 +137,10 @@ class Sitting:
     (the same start for every arm of the seed, so that SEAL − vanilla is paired).
 
     - `arm`: `vanilla`, `seal` or `full_loop`; `seed`: the seed of the SFT start and of the arm's draws.
-    - `card`, `gpus`: the accelerator and how many the arm ran on (the arms of one seed on one count).
+    - `card`, `gpus`: the accelerator and how many the arm ran on (the arms of one seed on one count);
+      `sft_gpus`: how many the seed's SFT start trained on (a node of 2 trains it on both, then runs two
+      arms at once on one each), absent in lines that did not record it (seed 1's of 2026-11-28: its
+      start trained on the same 4 GPUs as its arms).
     - `sft_val`, `sft_mixed`: the sitting's SFT start, measured in the arm's launch, not apart: its greedy
       val is the arm's val before its first step (so `sft_val` equals `val_before`), its mixed share the
       share of mixed groups in the arm's first step (8 samples at T=1 of each of 8 train tasks, under the
@@ -179,6 +182,7 @@ class Sitting:
     files: Text
     test_before: Rate | None = None
     test_before_by_category: ByCategory | None = None
+    sft_gpus: Count | None = None
 
     @field_validator(
         "sft_val_by_category",

@@ -393,3 +393,13 @@ def test_the_metrics_the_page_reads_are_ones_the_trainer_logs():
     logged = {name for table in make_docs_reference.metric_tables().values() for name in table}
     read = (results_page.REWARD, results_page.MIXED, results_page.VAL)
     assert set(read) | {results_page.FACTOR_MIN, results_page.FACTOR_MEAN, results_page.FACTOR_MAX} <= logged
+
+
+def test_a_sitting_whose_start_trained_on_more_gpus_than_its_arm_says_so_in_its_row(tmp_path):
+    lines = campaign_lines()
+    lines[0]["sft_gpus"] = 4  # vanilla seed 1: its start trained on a node of 4, its arm on 2 of them
+    lines[1]["sft_gpus"] = 2  # vanilla seed 2: the same count, nothing to add
+    campaign = read_campaign(write_results(tmp_path, lines))
+    shown = {(row["arm"], row["seed"]): row["GPUs"] for row in results_page.sitting_rows(campaign.sittings)}
+    assert shown["vanilla", "1"] == "2 × H200 (start on 4)"
+    assert shown["vanilla", "2"] == shown["vanilla", "3"] == shown["SEAL", "1"] == "2 × H200"

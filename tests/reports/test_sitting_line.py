@@ -131,6 +131,17 @@ def test_the_command_prints_one_line_the_page_reads_and_no_score_phase(argv, tmp
     assert record.sft_val == record.val_before
 
 
+def test_the_start_s_gpu_count_is_in_the_line_where_the_driver_recorded_it(argv, capsys):
+    assert sitting.main([*argv, "--sft-gpus", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["sft_gpus"] == 2
+    assert sitting.main([*argv, "--sft-gpus", ""]) == 0  # a start trained before the driver recorded it
+    assert "sft_gpus" not in json.loads(capsys.readouterr().out)
+    with pytest.raises(SystemExit):
+        sitting.main([*argv, "--sft-gpus", "0"])
+    captured = capsys.readouterr()
+    assert captured.out == "" and "'0' is not a count of GPUs" in captured.err
+
+
 def test_the_driver_calls_the_command_with_exactly_its_flags(tmp_path, capsys):
     """The flags of the driver's call (gpu_qwen_compare.sh) are the command's: none unknown, none missing
     (the command then fails on the missing run folder, not on its arguments)."""

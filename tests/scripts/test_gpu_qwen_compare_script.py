@@ -635,6 +635,7 @@ def test_a_sitting_of_two_arms_trains_one_start_then_the_arms_each_line_counting
         assert (work / f"experiments/qwen/sitting_{arm}_s2.tar.gz").is_file()
     reports = [c["argv"] for c in calls(record) if c["argv"][:2] == ["-m", "seal.reports.sitting"]]
     assert sorted(value(r, "--gpus") for r in reports) == sorted(str(g.count(",") + 1) for g in gpus)
+    assert {value(r, "--sft-gpus") for r in reports} == {settings["NGPUS"]}  # the start's count
     lines = [json.loads(line) for line in (work / "experiments/qwen/runs.jsonl").read_text().splitlines()]
     assert sorted(line["arm"] for line in lines) == ["seal", "vanilla"]
 
