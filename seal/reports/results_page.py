@@ -40,7 +40,14 @@ BEGIN = (
     "it (docs/guides/results.md) -->"
 )
 END = "<!-- end of the generated part -->"
-ARM_NAMES = {"vanilla": "vanilla", "seal": "SEAL", "full_loop": "full loop"}
+ARM_NAMES = {
+    "vanilla": "vanilla",
+    "seal": "SEAL",
+    "full_loop": "full loop",
+    "no_reweighting": "SEAL w/o reweighting",
+}
+ABLATIONS = ("no_reweighting",)
+"""Arms that tell SEAL's parts apart: shown beside the others, never part of the verdict or its seed count."""
 SEEDS_WANTED = 3
 """Seeds per arm before the verdict stands (issue 57)."""
 REWARD, MIXED, VAL = "seal/reward/mean", "seal/groups/mixed_share", "val-core/seal/pass_rate_mean"
@@ -54,9 +61,9 @@ class PageError(ValueError):
 
 def by_arm(sittings: Sequence[Sitting]) -> dict[str, list[Sitting]]:
     """Sittings per arm, seeds ascending: vanilla and SEAL always (empty before their first sitting), the
-    full loop once it has one."""
+    full loop and the ablation once they have one."""
     arms = {arm: sorted((s for s in sittings if s.arm == arm), key=lambda s: s.seed) for arm in ARMS}
-    return {arm: members for arm, members in arms.items() if members or arm != "full_loop"}
+    return {arm: members for arm, members in arms.items() if members or arm in ("vanilla", "seal")}
 
 
 def _cells(means: Sequence[float], categories: Sequence[Mapping[str, float]]) -> dict[str, str]:
@@ -200,7 +207,8 @@ def beyond_spread(differences: Sequence[float]) -> int | None:
 def verdict(sittings: Sequence[Sitting]) -> str:
     """One sentence: whether SEAL beat vanilla on test beyond the seeds' spread, whether RL beat its SFT
     start (on test where every sitting of the arm played it before training, else on val), and "not enough
-    seeds yet (k of 3)" while an arm has fewer than three."""
+    seeds yet (k of 3)" while an arm has fewer than three. The ablations' sittings do not enter it."""
+    sittings = [s for s in sittings if s.arm not in ABLATIONS]
     arms = by_arm(sittings)
     enough = min(len(members) for members in arms.values())
     tail = "." if enough >= SEEDS_WANTED else f"; not enough seeds yet ({enough} of {SEEDS_WANTED})."

@@ -136,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m seal.reports.sitting", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--arm", required=True, help="the arm's name: seal, vanilla or full_loop")
+    parser.add_argument(
+        "--arm", required=True, help="the arm's name: seal, vanilla, full_loop or no_reweighting"
+    )
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--card", required=True, help="the GPU's name, as nvidia-smi gives it")
     parser.add_argument("--gpus", type=int, required=True, help="GPUs the arm trained on")

@@ -32,7 +32,7 @@ RUNS = "runs.jsonl"
 METRICS = "metrics"
 """In a sitting's `files` folder: verl's file-logger lines (`{"step": int, "data": {...}}`), one file per
 launch, as a run folder's `metrics/` holds them."""
-ARMS = ("vanilla", "seal", "full_loop")
+ARMS = ("vanilla", "seal", "full_loop", "no_reweighting")
 """The campaign's arms, in the order the page shows them."""
 
 Rate = Annotated[float, Field(strict=True, ge=0.0, le=1.0)]
@@ -136,7 +136,8 @@ class Sitting:
     """One line of `runs.jsonl`: one sitting, one arm trained with one seed from that seed's SFT start
     (the same start for every arm of the seed, so that SEAL − vanilla is paired).
 
-    - `arm`: `vanilla`, `seal` or `full_loop`; `seed`: the seed of the SFT start and of the arm's draws.
+    - `arm`: `vanilla`, `seal`, `full_loop` or `no_reweighting` (SEAL without A-Patch, the paper's ablation:
+      exp/learn_qwen_ARM.yaml); `seed`: the seed of the SFT start and of the arm's draws.
     - `card`, `gpus`: the accelerator and how many the arm ran on (the arms of one seed on one count);
       `sft_gpus`: how many the seed's SFT start trained on (a node of 2 trains it on both, then runs two
       arms at once on one each), absent in lines that did not record it (seed 1's of 2026-11-28: its
@@ -160,7 +161,7 @@ class Sitting:
       metrics, `test_report.json`, `seal_steps.jsonl` and the phase times.
     """
 
-    arm: Literal["vanilla", "seal", "full_loop"]
+    arm: Literal["vanilla", "seal", "full_loop", "no_reweighting"]
     seed: Annotated[int, Field(strict=True)]
     card: Text
     gpus: Count

@@ -359,7 +359,10 @@ def test_the_page_is_generated_between_its_markers_and_a_stale_one_fails_check(t
     ("change", "message"),
     [
         (lambda line: line | {"val_after": "0.5"}, "val_after: Input should be a valid number"),
-        (lambda line: line | {"arm": "grpo"}, "arm: Input should be 'vanilla', 'seal' or 'full_loop'"),
+        (
+            lambda line: line | {"arm": "grpo"},
+            "arm: Input should be 'vanilla', 'seal', 'full_loop' or 'no_reweighting'",
+        ),
         (lambda line: {k: v for k, v in line.items() if k != "test_after"}, "test_after: Field required"),
         (
             lambda line: line | {"seed": 1, "arm": "vanilla"},
@@ -403,3 +406,18 @@ def test_a_sitting_whose_start_trained_on_more_gpus_than_its_arm_says_so_in_its_
     shown = {(row["arm"], row["seed"]): row["GPUs"] for row in results_page.sitting_rows(campaign.sittings)}
     assert shown["vanilla", "1"] == "2 × H200 (start on 4)"
     assert shown["vanilla", "2"] == shown["vanilla", "3"] == shown["SEAL", "1"] == "2 × H200"
+
+
+def test_the_ablation_arm_has_its_rows_and_leaves_the_verdict_as_it_was(tmp_path):
+    lines = campaign_lines()
+    ablation = sitting(random.Random(5), "no_reweighting", 2)
+    plain = read_campaign(write_results(tmp_path / "plain", lines))
+    campaign = read_campaign(write_results(tmp_path / "ablated", [*lines, ablation]))
+    rows = {(row["model"], row["split"]): row for row in results_page.table1_rows(campaign)}
+    assert rows["+ SEAL w/o reweighting", "test"]["Avg"] == f"{100 * ablation['test_after']:.1f} ± —"
+    assert rows["+ SEAL w/o reweighting", "val"]["n"] == "1 seed(s)"
+    assert all(row["model"] != "+ SEAL w/o reweighting" for row in results_page.table1_rows(plain))
+    assert results_page.verdict(campaign.sittings) == results_page.verdict(plain.sittings)
+    assert "not enough seeds" not in results_page.verdict(campaign.sittings)  # 3 seeds of each campaign arm
+    shown = [(row["arm"], row["seed"]) for row in results_page.sitting_rows(campaign.sittings)]
+    assert ("SEAL w/o reweighting", "2") in shown

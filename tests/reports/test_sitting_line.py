@@ -170,3 +170,11 @@ def test_a_run_that_cannot_give_the_line_is_refused_in_one_line(argv, run, spoil
     captured = capsys.readouterr()
     err = captured.err.strip()
     assert captured.out == "" and err.startswith("sitting: ") and named in err and len(err.splitlines()) == 1
+
+
+def test_the_ablation_arm_s_line_is_one_the_page_reads(argv, tmp_path, capsys):
+    argv[argv.index("--arm") + 1] = "no_reweighting"
+    assert sitting.main(argv) == 0
+    (tmp_path / "runs.jsonl").write_text(capsys.readouterr().out)
+    (record,) = read_lines(tmp_path / "runs.jsonl", Sitting)
+    assert record.arm == "no_reweighting" and record.files.startswith("no_reweighting_s1_")
