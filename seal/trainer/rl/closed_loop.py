@@ -1,11 +1,12 @@
 """SEAL's own work in a training step, apart from verl: C_t, ρ, the A-Patch factors, metrics, the saved state.
 
-`ClosedLoop.step` takes one batch's trajectories (labels as the environment computed them), the sign
-of each one's GRPO advantage and its GRPO group (verl's `uid`), and returns the factor to multiply each
-advantage by, plus the step's `seal/` metrics. A trajectory whose environment failed (`env_error`; its
-advantage is 0) keeps factor 1 and is left out of C_t and of the reward metrics. Trajectories are the
-`TrajectoryFields` the agent loop wrote into each sample's `extra_fields`; verl's padding rows never get
-here. The trainer does the I/O (TransferQueue, the environment service, the checkpoint folder).
+`ClosedLoop.step` takes one batch's trajectories (labels as the environment computed them), each one's
+GRPO advantage summed over its trained tokens and its GRPO group (verl's `uid`), and returns the factor to
+multiply each advantage by, plus the step's `seal/` metrics. A trajectory whose environment failed
+(`env_error`; its advantage is 0) keeps factor 1 and is left out of C_t and of the reward metrics.
+Trajectories are the `TrajectoryFields` the agent loop wrote into each sample's `extra_fields`; verl's
+padding rows never get here. The trainer does the I/O (TransferQueue, the environment service, the
+checkpoint folder).
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ METRICS = {
     "or an advantage is 0)",
     "seal/apatch/scale_min": "smallest advantage factor of the step",
     "seal/apatch/scale_max": "largest advantage factor of the step",
+    "seal/advantage/net_share": "the step's advantages after A-Patch, each row's summed over its trained "
+    "tokens (the weight verl's token-mean loss gives it): their sum over the sum of their sizes, from -1 "
+    "(the update only pushes sampled text down) to 1 (it only pulls it up); longer failing episodes and "
+    "larger factors on failures move it below 0",
+    "seal/advantage/scale_positive": "mean factor of the rows whose advantage is positive",
+    "seal/advantage/scale_negative": "mean factor of the rows whose advantage is negative",
     "seal/rho/{label}": "the label's current A-Patch weight ρ after this step's update",
     "seal/interface/version": "version of the interface Ω the service holds after the step",
     "seal/interface/active_cues": "behavioural guidelines in Ω's system prompt",
@@ -77,16 +84,18 @@ class ClosedLoop:
     def step(
         self,
         trajectories: Sequence[TrajectoryFields],
-        signs: Sequence[float],
+        advantages: Sequence[float],
         step: int,
         epoch: int,
         *,
         groups: Sequence[str],
     ) -> StepResult:
-        """Add the batch to C_t, update ρ (dynamic mode), compute the factors; `step` counts from 1."""
-        if not len(trajectories) == len(signs) == len(groups):
+        """Add the batch to C_t, update ρ (dynamic mode), compute the factors; `step` counts from 1.
+        `advantages` are each row's summed over its trained tokens: A-Patch reads their signs, the
+        `seal/advantage/` metrics their sizes."""
+        if not len(trajectories) == len(advantages) == len(groups):
             raise ValueError(
-                f"{len(trajectories)} trajectories but {len(signs)} advantage signs and {len(groups)} groups"
+                f"{len(trajectories)} trajectories but {len(advantages)} advantages and {len(groups)} groups"
             )
         if self.settings.reset_window_each_epoch and epoch != self.window_epoch:
             self.profile.reset_window()
@@ -102,9 +111,9 @@ class ClosedLoop:
         metrics.update(_reward_metrics(trajectories, groups))
         if settings.enabled:
             weights, apatch_metrics = apatch_factors(
-                signs, labels, self.apatch.rho, self.apatch_config, step - 1
+                advantages, labels, self.apatch.rho, self.apatch_config, step - 1
             )
-            factors = [w if s else 1.0 for w, s in zip(weights, signs, strict=True)]  # nothing to scale at 0
+            factors = [w if a else 1.0 for w, a in zip(weights, advantages, strict=True)]  # nothing at 0
             metrics.update(apatch_metrics)
         else:
             factors = [1.0] * len(trajectories)
@@ -112,6 +121,7 @@ class ClosedLoop:
             metrics[f"{PREFIX}/apatch/scale_mean"] = sum(factors) / len(factors)
             metrics[f"{PREFIX}/apatch/scale_min"] = min(factors)
             metrics[f"{PREFIX}/apatch/scale_max"] = max(factors)
+        metrics.update(_push_metrics(advantages, factors))
         metrics.update({f"{PREFIX}/rho/{label}": w for label, w in sorted(self.apatch.rho.items())})
         metrics.update(self.profile.metrics(f"{PREFIX}/profile"))
         metrics.update(self.interface_metrics())
@@ -169,6 +179,21 @@ def _reward_metrics(trajectories: Sequence[TrajectoryFields], groups: Sequence[s
         f"{PREFIX}/reward/mean": sum(healthy) / len(healthy),
         f"{PREFIX}/groups/mixed_share": mixed / len(rewards),
     }
+
+
+def _push_metrics(advantages: Sequence[float], factors: Sequence[float]) -> dict[str, float]:
+    """Which way the step's update goes once A-Patch has scaled it (`METRICS`' `seal/advantage/`): a GRPO
+    group's advantages sum to zero per trajectory, but not once each is weighed by its trained tokens and
+    its factor. Empty where no row has an advantage."""
+    scaled = [a * f for a, f in zip(advantages, factors, strict=True) if a]
+    if not scaled:
+        return {}
+    metrics = {f"{PREFIX}/advantage/net_share": sum(scaled) / sum(abs(x) for x in scaled)}
+    for name, side in (("positive", 1.0), ("negative", -1.0)):
+        mine = [f for a, f in zip(advantages, factors, strict=True) if a * side > 0]
+        if mine:
+            metrics[f"{PREFIX}/advantage/scale_{name}"] = sum(mine) / len(mine)
+    return metrics
 
 
 def _batch_metrics(trajectories: Sequence[TrajectoryFields]) -> dict[str, float]:

@@ -160,12 +160,11 @@ class SealPPOTrainer(PPOTrainerSync):
             healthy = [key for key, t in zip(real, trajectories, strict=True) if not t.env_error]
             self._advantages_without_env_errors(batch.partition_id, healthy, failed)
         started = time.perf_counter()
-        enabled = self.seal_settings.apatch.enabled
-        rows = advantage_rows(real, batch.partition_id) if enabled else []
-        signs = [float(row.sum()) for row in rows] if enabled else [0.0] * len(trajectories)
+        rows = advantage_rows(real, batch.partition_id) if real else []
+        summed = [float(row.sum()) for row in rows]  # verl masks the untrained tokens' advantages to 0
         epoch = (self.global_steps - 1) // self.steps_per_epoch
-        result = self.closed_loop.step(trajectories, signs, self.global_steps, epoch, groups=groups)
-        if enabled:
+        result = self.closed_loop.step(trajectories, summed, self.global_steps, epoch, groups=groups)
+        if self.seal_settings.apatch.enabled:
             put_advantage_rows(
                 real, batch.partition_id, [row * f for row, f in zip(rows, result.factors, strict=True)]
             )

@@ -177,6 +177,18 @@ def test_static_apatch_is_healthy_grpo_times_the_hand_computed_weights(transfer_
     assert metrics["seal/apatch/scale_max"] == pytest.approx(1.9)
     assert metrics["seal/apatch/scale_min"] == pytest.approx(0.6)
     assert metrics["seal/apatch/scale_mean"] == pytest.approx(sum(HAND_WEIGHTS) / len(HAND_WEIGHTS))
+    assert_push_metrics(metrics, reference, HAND_WEIGHTS)
+
+
+def assert_push_metrics(metrics: dict[str, float], verl: list[torch.Tensor], factors: list[float]) -> None:
+    """`seal/advantage/*` as their definition reads on the rows: each row's advantage summed over its
+    tokens, times its factor."""
+    summed = [float(row.sum()) for row in verl]
+    scaled = [a * f for a, f in zip(summed, factors, strict=True) if a]
+    assert metrics["seal/advantage/net_share"] == pytest.approx(sum(scaled) / sum(map(abs, scaled)))
+    for name, side in (("positive", 1), ("negative", -1)):
+        mine = [f for a, f in zip(summed, factors, strict=True) if a * side > 0]
+        assert metrics[f"seal/advantage/scale_{name}"] == pytest.approx(sum(mine) / len(mine))
 
 
 def test_seal_dynamic_step_scales_sends_c_t_and_logs_seal_metrics(transfer_queue, service, tmp_path):
@@ -231,6 +243,8 @@ def test_vanilla_grpo_is_bit_identical_to_verl_and_sends_nothing(transfer_queue,
     assert "seal/interface/version" not in metrics
     assert metrics["seal/apatch/scale_mean"] == 1.0
     assert trainer.closed_loop.profile.trajectories("total") == 8  # C_t is still kept, for the curves
+    assert_push_metrics(metrics, reference, [1.0] * len(reference))  # read, never written back
+    assert metrics["seal/advantage/scale_positive"] == metrics["seal/advantage/scale_negative"] == 1.0
 
 
 def test_vanilla_env_error_rows_get_zero_advantage_and_leave_their_group_to_the_healthy_rows(
