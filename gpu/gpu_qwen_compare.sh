@@ -58,6 +58,7 @@ read -r -a arms <<< "${ARMS:-seal vanilla}"
 window=16384  # Table 4's max_model_len: the evaluations read the window the arms train in
 
 log() { echo "$(date -u +%H:%M:%S) $*"; }
+gpu_count() { echo $(($(tr -cd , <<< "$1" | wc -c) + 1)); }  # gpu_count 0,1,2 -> 3
 
 port() {  # port GPU: the vLLM port of this start (slot, 0 unless starts share GPUs) on that GPU
   echo $((8100 + $1 + 16 * ${slot:-0}))
@@ -119,11 +120,11 @@ train_start() {  # train_start NAME GPUS [OVERRIDE...]: exp/sft_qwen.yaml on tho
   [ -n "${SFT_SAVE:-}" ] && steps+=(trainer.max_ckpt_to_keep=null)
   log "$exp: on GPUs $gpus (log $state/$exp.log)"
   CUDA_VISIBLE_DEVICES=$gpus "$py" launcher.py --conf exp/sft_qwen.yaml -- model.path="$model" \
-    trainer.experiment_name="$exp" trainer.n_gpus_per_node=$(($(tr -cd , <<< "$gpus" | wc -c) + 1)) \
+    trainer.experiment_name="$exp" trainer.n_gpus_per_node=$(gpu_count "$gpus") \
     'checkpoint.save_contents=[hf_model]' "${steps[@]}" "$@" > "$state/$exp.log" 2>&1
   local status=$?
   echo $((SECONDS - began)) > "$state/$exp.train_s"
-  tr , '\n' <<< "$gpus" | wc -l > "$state/$exp.gpus"  # how many it trained on, for the lines of arms from it
+  gpu_count "$gpus" > "$state/$exp.gpus"  # how many it trained on, for the lines of arms from it
   log "$exp: exit $status after $((SECONDS - began)) s"
 }
 
@@ -282,7 +283,7 @@ drive() {  # drive MODEL SEED...
   if [ -z "$(sft_checkpoints)" ]; then
     log "sft: exp/sft_qwen.yaml on GPUs $sft_gpus (log $state/sft.log)"
     CUDA_VISIBLE_DEVICES=$sft_gpus "$py" launcher.py --conf exp/sft_qwen.yaml -- model.path="$model" \
-      trainer.n_gpus_per_node=$(($(tr -cd , <<< "$sft_gpus" | wc -c) + 1)) > "$state/sft.log" 2>&1
+      trainer.n_gpus_per_node=$(gpu_count "$sft_gpus") > "$state/sft.log" 2>&1
     log "sft: exit $?"
   fi
   wait "${pids[@]}"
@@ -324,7 +325,7 @@ arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPU_LIST RUN: the arm with val 
   [ -d "experiments/$5" ] && mv "experiments/$5" "experiments/$5.stopped_$(date -u +%Y%m%dT%H%M%SZ)"
   CUDA_VISIBLE_DEVICES=$4 "$py" launcher.py --conf "exp/learn_qwen_$1.yaml" --with-bfcl -- \
     actor_rollout_ref.model.path="$3" seed="$2" trainer.experiment_name="$5" \
-    trainer.n_gpus_per_node=$(($(tr -cd , <<< "$4" | wc -c) + 1)) \
+    trainer.n_gpus_per_node=$(gpu_count "$4") \
     trainer.total_training_steps="$steps" trainer.total_epochs=$(((steps + 7) / 8)) trainer.test_freq="$steps" \
     trainer.save_freq=-1 seal.test_before=true seal.test_after=true 'trainer.logger=[console,file]' "$no_compile" \
     > "$state/$5.log" 2>&1
@@ -391,7 +392,7 @@ one_arm() {  # one_arm ARM SEED SFT_FOLDER GPU_LIST CARD DIR: the arm's launch, 
   timed "$6/phases" arm arm_launch "$1" "$2" "$3" "$4" "$run" || return 1
   [ -f "$6/phases/arm_steps" ] || split_arm_phases "$run" "$6/phases"
   if [ ! -f "$6/line.json" ]; then
-    "$py" -m seal.reports.sitting --arm "$1" --seed "$2" --card "$5" --gpus "$(($(tr -cd , <<< "$4" | wc -c) + 1))" \
+    "$py" -m seal.reports.sitting --arm "$1" --seed "$2" --card "$5" --gpus "$(gpu_count "$4")" \
       --run "experiments/$run" --sft-gpus "$(cat "$state/sft_qwen_s$2.gpus" 2>/dev/null)" \
       --phases "$6/phases" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
       --task-scores "$6/task_scores.csv" > "$6/line.json.partial" && mv "$6/line.json.partial" "$6/line.json" || return 1
