@@ -20,7 +20,9 @@
 # also N samples at T=1 of the val tasks: a pass@1 over 100 x N episodes, steadier than 100 greedy ones), and
 # one line in experiments/qwen/starts.jsonl
 # (val and its share of ground-truth turns passing, mixed share, pass@1, pass@8, per category, the card, the
-# phases' seconds). Specs may share a GPU (`a@0 b@0+optim.lr=2e-5` on a node of one): they train at once, and
+# phases' seconds). A start already trained, such as a sitting's (`DRAW_SEED=SEED ... starts MODEL_DIR sSEED@0`),
+# is scored without training it again, its line keeping the GPU count it trained on. Specs may share a GPU
+# (`a@0 b@0+optim.lr=2e-5` on a node of one): they train at once, and
 # their vLLM servers split its memory and start one at a time; their lines say `gpu_shared_by` (train_s is
 # then not a start's alone). Two 1.5B starts fit one H200 at once; a third ran out of its memory (a packed
 # start holds about 51 GB at its peak). A length curve on two GPUs:
@@ -130,16 +132,18 @@ train_start() {  # train_start NAME GPUS [OVERRIDE...]: exp/sft_qwen.yaml on tho
 
 score_start() {  # score_start NAME GPUS [OVERRIDE...]: each saved checkpoint's greedy val, the checkpoints dealt
   # over GPUS (one vLLM a GPU at a time), and with the last one 8 samples at T=1 of the 64 train tasks seed
-  # DRAW_SEED's (1) arms draw; one line a checkpoint in starts.jsonl
-  local name=$1 exp="sft_qwen_$1" gpu_list folders g i pids=() status=0
+  # DRAW_SEED's (1) arms draw; one line a checkpoint in starts.jsonl, with the GPU count the start trained on
+  # (a sitting's start scored afterwards on fewer GPUs than it trained on keeps its own count)
+  local name=$1 exp="sft_qwen_$1" gpu_list folders g i pids=() status=0 trained_on
   IFS=, read -r -a gpu_list <<< "$2"
+  trained_on=$(cat "$state/$exp.gpus" 2>/dev/null || echo ${#gpu_list[@]})
   shift 2
   mapfile -t folders < <(ls -d "experiments/$exp"/checkpoints/global_step_*/huggingface 2>/dev/null | sort -V)
   [ ${#folders[@]} -gt 0 ] || { log "$exp: no checkpoint to score ($state/$exp.log)"; return 1; }
   for ((g = 0; g < ${#gpu_list[@]} && g < ${#folders[@]}; g++)); do
     (
       for ((i = g; i < ${#folders[@]}; i += ${#gpu_list[@]})); do
-        score_checkpoint "$exp" "${folders[$i]}" "${gpu_list[$g]}" ${#gpu_list[@]} $((i + 1 == ${#folders[@]})) "$@" \
+        score_checkpoint "$exp" "${folders[$i]}" "${gpu_list[$g]}" "$trained_on" $((i + 1 == ${#folders[@]})) "$@" \
           || exit 1
       done
     ) & pids+=($!)

@@ -550,6 +550,23 @@ def test_a_sitting_trains_the_start_then_the_arm_with_its_test_and_writes_the_li
     assert (work / "experiments/qwen/runs.jsonl").read_text() == line
 
 
+def test_a_sitting_s_start_scored_afterwards_on_one_gpu_keeps_the_count_it_trained_on(tmp_path):
+    work, record, env = project(tmp_path)
+    model = str(tmp_path / "model")
+    done = script(work, {**env, "NGPUS": "2"}, "sitting", model, "seal", "3")
+    assert done.returncode == 0, done.stderr
+    trained_s = (work / "experiments/qwen/sft_qwen_s3.train_s").read_text().strip()
+    record.unlink()
+    scored = script(work, {**env, "DRAW_SEED": "3"}, "starts", model, "s3@1")
+    assert scored.returncode == 0, scored.stderr
+    assert not launches(record)  # found trained: not trained again
+    assert "sft_qwen_s3: trained already" in scored.stdout
+    assert servers(record)[checkpoint("sft_qwen_s3", 60)]["gpus"] == "1"
+    line = start_lines(work)["sft_qwen_s3", 60]
+    assert (line["gpus"], line["train_s"], line["mixed_tasks_seed"]) == (2, int(trained_s), 3)
+    assert_servers_ended(record)
+
+
 def archived(work: Path, name: str) -> dict[str, str]:
     """The small files of a sitting's archive, by their names under its results folder."""
     with tarfile.open(work / "experiments" / "qwen" / f"sitting_{name}.tar.gz") as archive:
