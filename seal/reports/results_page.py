@@ -50,6 +50,11 @@ ABLATIONS = ("no_reweighting",)
 """Arms that tell SEAL's parts apart: shown beside the others, never part of the verdict or its seed count."""
 SEEDS_WANTED = 3
 """Seeds per arm before the verdict stands (issue 57)."""
+START_BAR = 0.15
+"""The greedy val a seed's SFT start needs for its arms' lines to count (issue 57): a line from a weaker start
+is listed among the sittings, marked, and kept out of Table 1, the paired differences, the per-arm table, the
+verdict and the README's row until its seed runs again (RL from a start that samples no reward says nothing
+about the arms)."""
 REWARD, MIXED, VAL = "seal/reward/mean", "seal/groups/mixed_share", "val-core/seal/pass_rate_mean"
 FACTOR_MIN, FACTOR_MEAN, FACTOR_MAX = (f"seal/apatch/scale_{s}" for s in ("min", "mean", "max"))
 NO_SITTING = "no sitting yet"
@@ -57,6 +62,27 @@ NO_SITTING = "no sitting yet"
 
 class PageError(ValueError):
     """A page or README that cannot take the generated part; the message is one line."""
+
+
+def counted(sittings: Sequence[Sitting]) -> list[Sitting]:
+    """The sittings whose seed's start reached `START_BAR`: the ones the comparison counts."""
+    return [s for s in sittings if s.sft_val >= START_BAR]
+
+
+def below_bar(sittings: Sequence[Sitting]) -> str:
+    """A sentence naming the lines left out for their start, or "" where none is."""
+    left = by_arm([s for s in sittings if s.sft_val < START_BAR])
+    named = ", ".join(
+        f"{ARM_NAMES[s.arm]} seed {s.seed} ({100 * s.sft_val:.1f})"
+        for members in left.values()
+        for s in members
+    )
+    if not named:
+        return ""
+    return (
+        f"Left out of the comparison until their seed runs again: {named}, lines whose start scored "
+        f"below the {100 * START_BAR:.0f} % greedy val a start needs."
+    )
 
 
 def by_arm(sittings: Sequence[Sitting]) -> dict[str, list[Sitting]]:
@@ -94,8 +120,8 @@ def seed_starts(sittings: Sequence[Sitting], split: str) -> tuple[list[float], l
 def table1_rows(campaign: Campaign) -> list[dict[str, str]]:
     """Per split: the base model, the SFT start (the starts the arms trained from, one a seed, mean ± std
     over the seeds) and each arm after training (mean ± std over its seeds), per category and Avg (%)."""
-    base, arms = campaign.base, by_arm(campaign.sittings)
-    rows = []
+    base, sittings = campaign.base, counted(campaign.sittings)
+    arms, rows = by_arm(sittings), []
     for split in ("val", "test"):
         measured = getattr(base, f"{split}_by_category")
         cells = {SHORT_NAMES[c]: f"{100 * measured[c]:.1f}" for c in CATEGORIES}
@@ -108,7 +134,7 @@ def table1_rows(campaign: Campaign) -> list[dict[str, str]]:
                 "n": "1 model",
             }
         )
-        means, categories = seed_starts(campaign.sittings, split)
+        means, categories = seed_starts(sittings, split)
         rows.append(
             {"model": "SFT start", "split": split, **_cells(means, categories), "n": f"{len(means)} start(s)"}
         )
@@ -124,8 +150,8 @@ def table1_rows(campaign: Campaign) -> list[dict[str, str]]:
 
 
 def paired(sittings: Sequence[Sitting], key: str) -> dict[int, float]:
-    """SEAL − vanilla of `key` per seed that both arms ran."""
-    arms = by_arm(sittings)
+    """SEAL − vanilla of `key` per seed that both arms ran (the counted sittings)."""
+    arms = by_arm(counted(sittings))
     vanilla = {s.seed: s for s in arms["vanilla"]}
     return {
         s.seed: getattr(s, key) - getattr(vanilla[s.seed], key) for s in arms["seal"] if s.seed in vanilla
@@ -172,9 +198,10 @@ def gain(sitting: Sitting, split: str) -> float:
 
 def arm_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
     """Per arm, mean ± std over its seeds: val before and after and the gain, test before and after and the
-    gain (%; test before where the sittings played it), the mixed share, steps and the sitting's minutes."""
+    gain (%; test before where the sittings played it), the mixed share, steps and the sitting's minutes; the
+    counted sittings."""
     rows = []
-    for arm, members in by_arm(sittings).items():
+    for arm, members in by_arm(counted(sittings)).items():
         rows.append(
             {
                 "arm": ARM_NAMES[arm],
@@ -207,13 +234,16 @@ def beyond_spread(differences: Sequence[float]) -> int | None:
 def verdict(sittings: Sequence[Sitting]) -> str:
     """One sentence: whether SEAL beat vanilla on test beyond the seeds' spread, whether RL beat its SFT
     start (on test where every sitting of the arm played it before training, else on val), and "not enough
-    seeds yet (k of 3)" while an arm has fewer than three. The ablations' sittings do not enter it."""
-    sittings = [s for s in sittings if s.arm not in ABLATIONS]
+    seeds yet (k of 3)" while an arm has fewer than three. The ablations' sittings, and those from a start
+    below `START_BAR`, do not enter it."""
+    landed = bool(sittings)
+    sittings = [s for s in counted(sittings) if s.arm not in ABLATIONS]
     arms = by_arm(sittings)
     enough = min(len(members) for members in arms.values())
     tail = "." if enough >= SEEDS_WANTED else f"; not enough seeds yet ({enough} of {SEEDS_WANTED})."
     if not sittings:
-        return f"No sitting has landed yet, so there is no verdict{tail}"
+        start = f" from a start of {100 * START_BAR:.0f} % or more" if landed else ""
+        return f"No sitting has landed yet{start}, so there is no verdict{tail}"
     test = list(paired(sittings, "test_after").values())
     spread = f"(SEAL − vanilla on test {pm(mean_std(test), 100)} points over {len(test)} seed(s))"
     seal_part = {
@@ -361,7 +391,7 @@ def sitting_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
             "arm": ARM_NAMES[s.arm],
             "seed": str(s.seed),
             "GPUs": f"{s.gpus} × {s.card}" + _start_elsewhere(s),
-            "SFT val": f"{100 * s.sft_val:.1f}",
+            "SFT val": f"{100 * s.sft_val:.1f}" + (" (below the bar)" if s.sft_val < START_BAR else ""),
             "SFT mixed": f"{s.sft_mixed:.2f}",
             "val before": f"{100 * s.val_before:.1f}",
             "val after": f"{100 * s.val_after:.1f}",
@@ -484,7 +514,7 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
             "`runs.jsonl`), the mean over a seed's arms; + arm: each sitting's val and test after its last "
             "step (`runs.jsonl`). Every start measured apart is in the SFT starts' table below.",
         ),
-        ("Verdict", verdict(sittings)),
+        ("Verdict", "\n\n".join(filter(None, (verdict(sittings), below_bar(sittings))))),
         (
             "SEAL − vanilla, seed by seed (points)",
             markdown(paired_rows(sittings))
@@ -514,12 +544,13 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
 
 def readme_row(campaign: Campaign) -> str:
     """The model's row of the README's result table, on test: the SFT start, then each arm (mean ± std)."""
-    arms = by_arm(campaign.sittings)
+    sittings = counted(campaign.sittings)
+    arms = by_arm(sittings)
     rows = {row["model"]: row["Avg"] for row in table1_rows(campaign) if row["split"] == "test"}
     after = [rows[f"+ {ARM_NAMES[arm]}"] if arms[arm] else NO_SITTING for arm in ("vanilla", "seal")]
-    steps = "/".join(sorted({str(s.steps) for s in campaign.sittings}))
+    steps = "/".join(sorted({str(s.steps) for s in sittings}))
     seeds = min(len(members) for members in arms.values())
-    trained = f", {steps} steps, {seeds} seed(s)" if campaign.sittings else ""
+    trained = f", {steps} steps, {seeds} seed(s)" if sittings else ""
     name = f"{campaign.base.model} (base {100 * campaign.base.test:.1f}) after an SFT start{trained}"
     return f"| {name} | {rows['SFT start']} | {after[0]} | {after[1]} | this project, 300 test tasks |"
 

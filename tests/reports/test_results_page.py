@@ -421,3 +421,37 @@ def test_the_ablation_arm_has_its_rows_and_leaves_the_verdict_as_it_was(tmp_path
     assert "not enough seeds" not in results_page.verdict(campaign.sittings)  # 3 seeds of each campaign arm
     shown = [(row["arm"], row["seed"]) for row in results_page.sitting_rows(campaign.sittings)]
     assert ("SEAL w/o reweighting", "2") in shown
+
+
+def test_lines_from_a_start_below_the_bar_are_listed_marked_and_kept_out_of_the_comparison(tmp_path):
+    lines = campaign_lines()
+    weak = [sitting(random.Random(9), arm, 4) for arm in ("vanilla", "seal")]
+    for line in weak:  # seed 4's start scored 8.0: below the 15 % a start needs
+        line |= {"sft_val": 0.08, "val_before": 0.08, "test_after": 1.0}
+    plain = read_campaign(write_results(tmp_path / "plain", lines))
+    campaign = read_campaign(write_results(tmp_path / "weak", [*lines, *weak]))
+    assert results_page.table1_rows(campaign) == results_page.table1_rows(plain)
+    assert results_page.paired_rows(campaign.sittings) == results_page.paired_rows(plain.sittings)
+    assert results_page.arm_rows(campaign.sittings) == results_page.arm_rows(plain.sittings)
+    assert results_page.verdict(campaign.sittings) == results_page.verdict(plain.sittings)
+    assert results_page.readme_row(campaign) == results_page.readme_row(plain)
+    rows = {(row["arm"], row["seed"]): row["SFT val"] for row in results_page.sitting_rows(campaign.sittings)}
+    assert rows["vanilla", "4"] == rows["SEAL", "4"] == "8.0 (below the bar)"
+    assert "(below the bar)" not in rows["vanilla", "1"]
+    generated = results_page.render(campaign, [], "curves.png")
+    assert (
+        "Left out of the comparison until their seed runs again: vanilla seed 4 (8.0), SEAL seed 4 (8.0)"
+        in (generated)
+    )
+    assert "Left out" not in results_page.render(plain, [], "curves.png")
+
+
+def test_with_every_line_below_the_bar_there_is_no_verdict_and_it_says_why(tmp_path):
+    lines = campaign_lines(seeds=1)
+    for line in lines:
+        line["sft_val"] = 0.1
+    campaign = read_campaign(write_results(tmp_path, lines))
+    assert results_page.verdict(campaign.sittings) == (
+        "No sitting has landed yet from a start of 15 % or more, so there is no verdict; "
+        "not enough seeds yet (0 of 3)."
+    )
