@@ -32,6 +32,7 @@ import pandas as pd
 from seal.bfcl.tasks import CATEGORIES
 from seal.reports.compare import markdown, mean_std, metrics_lines, pm, read_steps
 from seal.reports.sitting import TASK_SCORES
+from seal.reports.update_signals import signal_rows
 from seal.results.campaign import ARMS, Campaign, CampaignError, Sitting
 from seal.results.tables import SHORT_NAMES
 
@@ -58,6 +59,14 @@ about the arms)."""
 REWARD, MIXED, VAL = "seal/reward/mean", "seal/groups/mixed_share", "val-core/seal/pass_rate_mean"
 FACTOR_MIN, FACTOR_MEAN, FACTOR_MAX = (f"seal/apatch/scale_{s}" for s in ("min", "mean", "max"))
 NO_SITTING = "no sitting yet"
+UPDATES = (
+    "Each sitting's first quarter of steps against its last (the means over them), from its "
+    "`metrics/*.jsonl`: verl's `actor/entropy`, `actor/pg_clipfrac`, `actor/ppo_kl`, `actor/grad_norm`, "
+    "`num_turns/mean` and `response_length/mean`, and `seal/advantage/net_share` (the signed share of the "
+    "scaled update: 0 where the pushes up and down balance, negative where the push down weighs more; — in "
+    "sittings before it was logged). They say whether the policy could still change, how far each update "
+    "moved it, and what its episodes became."
+)
 
 
 class PageError(ValueError):
@@ -505,6 +514,8 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
         "error); the columns give its spread over the steps."
     )
     apatch = markdown(apatch_rows(curves))
+    ordered = sorted(curves, key=lambda c: (ARMS.index(c.sitting.arm), c.sitting.seed))
+    signals = signal_rows([(ARM_NAMES[c.sitting.arm], c.sitting.seed, c.steps) for c in ordered])
     sections = [
         (
             "Table 1: pass rate (%) per category, mean ± std over seeds",
@@ -536,6 +547,10 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
         ),
         ("Curves", picture),
         ("A-Patch's factors on mixed groups", f"{factors}\n\n{apatch}" if apatch else f"{factors}\n\n{none}"),
+        (
+            "How the updates went, first steps → last",
+            f"{UPDATES}\n\n{markdown(signals)}" if signals else none,
+        ),
         ("The sittings", markdown(sitting_rows(sittings)) if sittings else none),
         ("The SFT starts (%, mixed as a share)", starts_section(campaign)),
     ]

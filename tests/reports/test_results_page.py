@@ -455,3 +455,19 @@ def test_with_every_line_below_the_bar_there_is_no_verdict_and_it_says_why(tmp_p
         "No sitting has landed yet from a start of 15 % or more, so there is no verdict; "
         "not enough seeds yet (0 of 3)."
     )
+
+
+def test_the_page_shows_each_sitting_s_update_signals_in_the_arms_order(tmp_path):
+    lines = campaign_lines(seeds=2)
+    campaign = read_campaign(write_results(tmp_path, [lines[2], lines[0], lines[3], lines[1]]))
+    generated = results_page.render(campaign, results_page.read_curves(campaign), "curves.png")
+    section = generated.split("## How the updates went, first steps → last")[1].split("## ")[0]
+    rows = [
+        line.split(" | ")[:3] for line in section.splitlines() if line.startswith("| ") and "---" not in line
+    ]
+    assert rows[1:] == [
+        ["| vanilla", "1", "1 → 4"],
+        ["| vanilla", "2", "1 → 4"],
+        ["| SEAL", "1", "1 → 4"],
+        ["| SEAL", "2", "1 → 4"],
+    ]
