@@ -31,9 +31,9 @@
 #                                                 # (e.g. a saved checkpoint) into experiments/qwen/eval_NAME_SPLIT
 #   bash gpu/gpu_qwen_compare.sh sitting MODEL_DIR ARM[,ARM...] SEED  # arms x one seed on this node, one job
 # `sitting` (docs/guides/gpu.md, "One arm, one seed, one job"), on all the node's GPUs (2 or 4; NGPUS, default
-# nvidia-smi's count), each phase skipped when done and its seconds printed and kept in
-# experiments/qwen/sitting_ARM_sSEED/phases/: install (only with KIT=FOLDER: gpu/gpu_node_install.sh, sourced
-# again when resumed), sft (exp/sft_qwen.yaml as experiment sft_qwen_sSEED: the seed's start, which every arm
+# nvidia-smi's count) or on those GPUS lists (GPUS=2,3: two seeds' sittings at once on a node of 4), each
+# phase skipped when done and its seconds printed and kept in experiments/qwen/sitting_ARM_sSEED/phases/:
+# install (only with KIT=FOLDER: gpu/gpu_node_install.sh, sourced again when resumed), sft (exp/sft_qwen.yaml as experiment sft_qwen_sSEED: the seed's start, which every arm
 # of that seed starts from, so that SEAL - vanilla is paired; trained once under a lock when sittings of one
 # seed start at once; its Hugging Face folder alone saved), arm_startup +
 # arm_steps + test (one launch of exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs,
@@ -356,8 +356,11 @@ shared_start() {  # shared_start SEED GPUS: the seed's SFT start, trained once h
 
 sitting() {  # sitting MODEL ARMS SEED: arms (comma-separated) x one seed on this node's GPUs from the seed's one
   # SFT start, each phase timed and skipped when done; each arm its own line
-  local model=$1 seed=$3 gpus=${NGPUS:-$(nvidia-smi -L | wc -l)} sft="sft_qwen_s$3" folder card arm dir i
-  local -a names pids
+  local model=$1 seed=$3 sft="sft_qwen_s$3" folder card arm dir i list
+  local -a names pids ids
+  list=${GPUS:-$(seq -s, 0 $((${NGPUS:-$(nvidia-smi -L | wc -l)} - 1)))}
+  IFS=, read -r -a ids <<< "$list"
+  local gpus=${#ids[@]}
   IFS=, read -r -a names <<< "$2"
   local first="$state/sitting_${names[0]}_s$seed" n=${#names[@]}
   for arm in "${names[@]}"; do mkdir -p "$state/sitting_${arm}_s$seed/phases" && echo $$ > "$state/sitting_${arm}_s$seed/driver.pid"; done
@@ -366,10 +369,10 @@ sitting() {  # sitting MODEL ARMS SEED: arms (comma-separated) x one seed on thi
     timed "$first/phases" install source gpu/gpu_node_install.sh "$KIT" || return 1
     set +e
   fi
-  timed "$first/phases" sft shared_start "$seed" "$(seq -s, 0 $((gpus - 1)))" || return 1
+  timed "$first/phases" sft shared_start "$seed" "$list" || return 1
   [ -f "experiments/$sft/trained.json" ] || { log "$sft: not trained ($state/$sft.log)"; return 1; }
   folder=$(ls -d "experiments/$sft"/checkpoints/global_step_*/huggingface | sort -V | tail -1)
-  card=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
+  card=$(nvidia-smi --query-gpu=name --format=csv,noheader -i "${ids[0]}")
   # where the GPUs divide into one equal group an arm, the arms run at once (the same GPU count each); else
   # each on all of them, in turn
   local together=0 failed=0
@@ -381,10 +384,10 @@ sitting() {  # sitting MODEL ARMS SEED: arms (comma-separated) x one seed on thi
       [ -f "$first/phases/$phase" ] && [ ! -f "$dir/phases/$phase" ] && cp "$first/phases/$phase" "$dir/phases/"
     done
     if [ "$together" = 1 ]; then
-      one_arm "${names[i]}" "$seed" "$folder" "$(seq -s, $((i * gpus / n)) $(((i + 1) * gpus / n - 1)))" \
+      one_arm "${names[i]}" "$seed" "$folder" "$(IFS=,; echo "${ids[*]:$((i * gpus / n)):$((gpus / n))}")" \
         "$card" "$dir" & pids+=($!)
     else
-      one_arm "${names[i]}" "$seed" "$folder" "$(seq -s, 0 $((gpus - 1)))" "$card" "$dir" || return 1
+      one_arm "${names[i]}" "$seed" "$folder" "$list" "$card" "$dir" || return 1
     fi
   done
   for i in "${pids[@]}"; do wait "$i" || failed=1; done
@@ -502,6 +505,8 @@ case "$mode" in
     done
     [ "$(printf '%s\n' "${names[@]}" | sort | uniq -d)" = "" ] || { echo "gpu_qwen_compare.sh: an arm is named twice in '$2'" >&2; exit 2; }
     [[ "$3" =~ ^[0-9]+$ ]] || { echo "gpu_qwen_compare.sh: SEED is a whole number, got '$3'" >&2; exit 2; }
+    [[ "${GPUS-0}" =~ ^[0-9]+(,[0-9]+)*$ ]] \
+      || { echo "gpu_qwen_compare.sh: GPUS lists GPU numbers with commas (GPUS=2,3), got '$GPUS'" >&2; exit 2; }
     [ -n "${KIT:-}" ] || [ -f "$1/config.json" ] || { echo "gpu_qwen_compare.sh: $1 holds no config.json" >&2; exit 2; }
     [ -n "${KIT:-}" ] || need_stack
     model=$1

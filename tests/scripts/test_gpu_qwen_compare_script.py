@@ -657,6 +657,56 @@ def test_a_sitting_of_two_arms_trains_one_start_then_the_arms_each_line_counting
     assert sorted(line["arm"] for line in lines) == ["seal", "vanilla"]
 
 
+def test_two_seeds_pairs_share_a_node_of_four_each_on_the_gpus_gpus_lists(tmp_path):
+    work, record, env = project(tmp_path)
+    settings = {**env, "BARRIER": "2", "ARM_BARRIER": "4"}  # nvidia-smi -L counts 4
+    command = ["bash", str(work / "gpu" / "gpu_qwen_compare.sh"), "sitting", str(tmp_path / "model")]
+    sittings = [
+        subprocess.Popen(
+            [*command, "vanilla,seal", seed],
+            env={**settings, "GPUS": gpus},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for seed, gpus in (("3", "0,1"), ("1", "2,3"))
+    ]
+    for process in sittings:
+        assert process.wait(timeout=60) == 0, process.stderr.read().decode()
+    placed = {experiment(c["argv"]): c["gpus"] for c in launches(record)}
+    assert placed == {
+        "sft_qwen_s3": "0,1",
+        "learn_qwen_vanilla_s3_sitting": "0",
+        "learn_qwen_seal_s3_sitting": "1",
+        "sft_qwen_s1": "2,3",
+        "learn_qwen_vanilla_s1_sitting": "2",
+        "learn_qwen_seal_s1_sitting": "3",
+    }
+    for run in placed:  # both starts at once, then the four arms at once
+        assert json.loads((work / f"experiments/{run}/trained.json").read_text()) == {"together": True}
+    reports = [c["argv"] for c in calls(record) if c["argv"][:2] == ["-m", "seal.reports.sitting"]]
+    described = sorted(
+        tuple(value(r, option) for option in ("--seed", "--arm", "--gpus", "--sft-gpus")) for r in reports
+    )
+    assert described == [
+        ("1", "seal", "1", "2"),
+        ("1", "vanilla", "1", "2"),
+        ("3", "seal", "1", "2"),
+        ("3", "vanilla", "1", "2"),
+    ]
+    assert len((work / "experiments/qwen/runs.jsonl").read_text().splitlines()) == 4
+
+
+@pytest.mark.parametrize("gpus", ["2-3", "a", "1,,2", ""])
+def test_a_sitting_refuses_a_gpus_that_is_not_a_list_of_numbers_in_one_line(tmp_path, gpus):
+    work, record, env = project(tmp_path)
+    done = script(work, {**env, "GPUS": gpus}, "sitting", str(tmp_path / "model"), "seal", "1")
+    assert done.returncode == 2 and done.stdout == ""
+    assert (
+        done.stderr == f"gpu_qwen_compare.sh: GPUS lists GPU numbers with commas (GPUS=2,3), got '{gpus}'\n"
+    )
+    assert not record.exists() and not (work / "experiments").exists()
+
+
 @pytest.mark.parametrize(
     ("arms", "says"),
     [
