@@ -33,9 +33,10 @@
 # `sitting` (docs/guides/gpu.md, "One arm, one seed, one job"), on all the node's GPUs (2 or 4; NGPUS, default
 # nvidia-smi's count) or on those GPUS lists (GPUS=2,3: two seeds' sittings at once on a node of 4), each
 # phase skipped when done and its seconds printed and kept in experiments/qwen/sitting_ARM_sSEED/phases/:
-# install (only with KIT=FOLDER: gpu/gpu_node_install.sh, sourced again when resumed), sft (exp/sft_qwen.yaml as experiment sft_qwen_sSEED: the seed's start, which every arm
-# of that seed starts from, so that SEAL - vanilla is paired; trained once under a lock when sittings of one
-# seed start at once; its Hugging Face folder alone saved), arm_startup +
+# install (only with KIT=FOLDER: gpu/gpu_node_install.sh, sourced again when resumed), sft (exp/sft_qwen.yaml
+# as experiment sft_qwen_sSEED: the seed's start, which every arm of that seed starts from, so that SEAL -
+# vanilla is paired; trained once under a lock when sittings of one seed start at once; its Hugging Face folder
+# alone saved), arm_startup +
 # arm_steps + test (one launch of exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs,
 # greedy val before (the start's val in the line) and after, the 300 test tasks before and after in the same
 # launch, seal.test_before and seal.test_after; no checkpoint), then one line appended to experiments/qwen/runs.jsonl
