@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 from omegaconf import OmegaConf
@@ -71,6 +71,7 @@ DYNAMICS = {
 """What says why an arm learns or does not, each a run's mean over its steps: how much the policy still
 explores (verl's entropy), how large its updates are, whether the trained tokens are the sampled ones, how
 many episodes a limit cut, and how far A-Patch moved the advantages on average."""
+PandasT = TypeVar("PandasT", pd.Series, pd.DataFrame)
 ENV_ERRORS = "seal/env_error_count"
 LABEL_SHARE = "seal/label_share/"
 
@@ -295,13 +296,19 @@ def step_mean_across_seeds(runs: Sequence[Run], key: str) -> str:
     return pm(mean_std(column(r, key).mean() for r in runs), digits=3)
 
 
+def quarters(steps: PandasT) -> tuple[PandasT, PandasT]:
+    """The first and the last quarter of the steps (at least one step each: one run of one step)."""
+    size = max(1, len(steps) // 4)
+    return steps.iloc[:size], steps.iloc[-size:]
+
+
 def quarter_means(run: Run) -> tuple[float, float]:
     """The train reward's mean over the first and the last quarter of the run's steps."""
     reward = column(run, REWARD).dropna()
     if reward.empty:
         return math.nan, math.nan
-    quarter = max(1, len(reward) // 4)
-    return float(reward.iloc[:quarter].mean()), float(reward.iloc[-quarter:].mean())
+    first, last = quarters(reward)
+    return float(first.mean()), float(last.mean())
 
 
 def summary_rows(arms: Mapping[str, Sequence[Run]]) -> list[dict[str, str]]:

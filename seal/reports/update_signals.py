@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from seal.reports.compare import quarters
+
 SIGNALS = {
     "entropy": ("actor/entropy", ".3f"),
     "clip fraction": ("actor/pg_clipfrac", ".2g"),
@@ -20,12 +22,6 @@ SIGNALS = {
     "response tokens": ("response_length/mean", ".0f"),
 }
 """Column: the metric it reads (verl's, and SEAL's net share) and the format it is shown in."""
-
-
-def quarters(steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The first and the last quarter of the steps (at least one step each: one run of one step)."""
-    size = max(1, len(steps) // 4)
-    return steps.iloc[:size], steps.iloc[-size:]
 
 
 def span(steps: pd.Index) -> str:
