@@ -31,6 +31,7 @@ import pandas as pd
 
 from seal.bfcl.tasks import CATEGORIES
 from seal.reports.compare import markdown, mean_std, metrics_lines, pm, read_steps
+from seal.reports.episode_endings import ending_rows
 from seal.reports.sitting import TASK_SCORES
 from seal.reports.update_signals import signal_rows
 from seal.results.campaign import ARMS, Campaign, CampaignError, Sitting
@@ -66,6 +67,14 @@ UPDATES = (
     "scaled update: 0 where the pushes up and down balance, negative where the push down weighs more; — in "
     "sittings before it was logged). They say whether the policy could still change, how far each update "
     "moved it, and what its episodes became."
+)
+
+ENDINGS_NOTE = (
+    "Each sitting's greedy episodes before the first step and after the last, from its "
+    f"`{TASK_SCORES}`: the share whose last 5 replies were one identical call (looped), the share that used "
+    "all their LLM calls (BFCL's 20 a turn, or the rollout's limit), and the replies an episode took. A "
+    "policy that learnt to send a rejected message again fails such tasks at the call limit; sittings "
+    "before these were kept are left out."
 )
 
 
@@ -515,6 +524,13 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
     )
     apatch = markdown(apatch_rows(curves))
     ordered = sorted(curves, key=lambda c: (ARMS.index(c.sitting.arm), c.sitting.seed))
+    endings = ending_rows(
+        [
+            (ARM_NAMES[s.arm], s.seed, campaign.folder / s.files / TASK_SCORES)
+            for members in by_arm(sittings).values()
+            for s in members
+        ]
+    )
     signals = signal_rows([(ARM_NAMES[c.sitting.arm], c.sitting.seed, c.steps) for c in ordered])
     sections = [
         (
@@ -544,6 +560,12 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
                 else "None yet: no sitting holds per-task test scores before and after training "
                 "(the sittings with `seal.test_before` write them)."
             ),
+        ),
+        (
+            "How the greedy episodes ended, before → after training",
+            f"{ENDINGS_NOTE}\n\n{markdown(endings)}"
+            if endings
+            else f"{ENDINGS_NOTE}\n\nNone yet: no sitting's `{TASK_SCORES}` records how its episodes ended.",
         ),
         ("Curves", picture),
         ("A-Patch's factors on mixed groups", f"{factors}\n\n{apatch}" if apatch else f"{factors}\n\n{none}"),

@@ -29,15 +29,22 @@ from typing import Any
 
 import pandas as pd
 
+from seal.env.replay import parse_action_log
 from seal.reports.compare import read_steps
 from seal.reports.runs import CHECKPOINT_PREFIX, dump_rows, read_dump, test_scores, validation_history
+from seal.results.endings import ends_in_loop, used_all_calls
 from seal.results.pass_rate import SplitScore
 
 MIXED_SHARE = "seal/groups/mixed_share"
 """The trainer's per-step share of GRPO groups whose rewards differ (seal/trainer/rl/closed_loop.py)."""
 PHASES = ("install", "sft", "arm_startup", "arm_steps", "test")
 TASK_SCORES = "task_scores.csv"
-"""Beside the line in a sitting's files: each task's greedy score before and after training, per split."""
+"""Beside the line in a sitting's files: each task's greedy score before and after training, per split, and
+how its episode ended (`TASK_SCORE_COLUMNS`)."""
+TASK_SCORE_COLUMNS = ["split", "when", "task_id", "score", "llm_calls", "call_limit", "looped"]
+"""`llm_calls`: the model replies the episode took; `call_limit`: it used all it was allowed
+(seal/results/endings.py); `looped`: its last replies were one identical call. The last three are empty in a
+dump row that does not carry them. Files written before they were kept have the first four columns only."""
 
 
 class SittingError(ValueError):
@@ -100,14 +107,29 @@ def score_dumps(run: Path) -> dict[tuple[str, str], Path]:
 
 
 def task_scores(run: Path) -> pd.DataFrame:
-    """Each task's greedy score before and after training (`split`, `when`, `task_id`, `score`), from
-    `score_dumps`: the per-task view behind the line's means, for a paired test of before against after."""
+    """Each task's greedy score before and after training and how its episode ended (`TASK_SCORE_COLUMNS`),
+    from `score_dumps`: the per-task view behind the line's means, for a paired test of before against after,
+    and for what the failures became (a policy that learnt to repeat a rejected call fails by looping)."""
     rows = [
-        {"split": split, "when": when, "task_id": row.get("task_id") or row.get("gts"), "score": row["score"]}
+        {"split": split, "when": when, **_task_outcome(row, f"{path}")}
         for (split, when), path in score_dumps(run).items()
         for row in dump_rows(path)
     ]
-    return pd.DataFrame(rows, columns=["split", "when", "task_id", "score"])
+    return pd.DataFrame(rows, columns=TASK_SCORE_COLUMNS)
+
+
+def _task_outcome(row: dict[str, Any], where: str) -> dict[str, Any]:
+    """One dump row's task, score and ending; the ending's fields are None where the row lacks them."""
+    task_id = row.get("task_id") or row.get("gts")
+    outcome = {"task_id": task_id, "score": row["score"], "llm_calls": row.get("llm_calls")}
+    outcome["call_limit"] = used_all_calls(row) if "cut" in row or "truncated" in row else None
+    log = row.get("action_log")
+    if isinstance(log, str):
+        parsed = parse_action_log(json.loads(log), f"{where}: {task_id}'s action_log")
+        outcome["looped"] = ends_in_loop(parsed["actions"], parsed["protocol"])
+    else:
+        outcome["looped"] = None
+    return outcome
 
 
 def _scored(name: str, mean: float | None, by_category: dict[str, float] | None) -> dict[str, Any]:

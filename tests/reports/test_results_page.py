@@ -15,6 +15,7 @@ import pytest
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.reports import results_page
+from seal.reports import sitting as sitting_module
 from seal.results.campaign import RUNS, CampaignError, read_campaign
 from seal.results.tables import SHORT_NAMES
 from tests.support.script_module import load_script
@@ -305,6 +306,27 @@ def test_a_task_scores_file_without_a_test_before_counts_no_flips_and_a_broken_o
     (results / lines[1]["files"] / "task_scores.csv").write_text("not,a\nscores,file\n")
     with pytest.raises(CampaignError, match=r"task_scores.csv: not a task-scores file"):
         results_page.flip_rows(read_campaign(results))
+
+
+def test_the_endings_section_reads_each_sitting_s_task_scores_in_the_arms_order(tmp_path):
+    lines = campaign_lines()
+    results = write_results(tmp_path, lines)
+    empty = results_page.render(read_campaign(results), [], "f.png")
+    assert "## How the greedy episodes ended, before → after training" in empty
+    assert "None yet: no sitting's `task_scores.csv` records how its episodes ended." in empty
+    for line, looped_after in ((lines[3], [True, False]), (lines[0], [True, True])):  # SEAL 1, vanilla 1
+        rows = [("val", "before", t, 0.0, 5, False, False) for t in split_ids("val")[:2]]
+        rows += [
+            ("val", "after", t, 0.0, 20 if looped else 4, looped, looped)
+            for t, looped in zip(split_ids("val")[:2], looped_after, strict=True)
+        ]
+        frame = pd.DataFrame(rows, columns=sitting_module.TASK_SCORE_COLUMNS)
+        frame.to_csv(results / line["files"] / "task_scores.csv", index=False)
+    page = results_page.render(read_campaign(results), [], "f.png")
+    vanilla = "| vanilla | 1 | val (2) | 0% → 100% | 0% → 100% | 5.0 → 20.0 |"
+    seal = "| SEAL | 1 | val (2) | 0% → 50% | 0% → 50% | 5.0 → 12.0 |"
+    assert vanilla in page and seal in page and page.index(vanilla) < page.index(seal)
+    assert "None yet: no sitting's" not in page
 
 
 def test_the_verdict_waits_for_three_seeds_and_says_when_the_arms_do_not_separate(tmp_path):

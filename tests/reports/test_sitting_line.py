@@ -119,6 +119,58 @@ def test_the_task_scores_are_each_task_s_outcome_before_and_after_per_split(run,
     assert json.loads(capsys.readouterr().out)["test_before"] == pytest.approx(24 / 300)
 
 
+def test_the_task_scores_say_how_each_episode_ended_from_its_dump_row(run, argv, tmp_path):
+    """A row's ending comes from its own fields: the replies it took, whether a limit stopped it, and whether
+    its action log ends in five identical calls; a row without them (an older dump) leaves them empty."""
+    call = '<tool_call>\n{"name": "cd", "arguments": {"folder": "x"}}\n</tool_call>'
+    looping, val = [call] * 6, split_ids("val")
+    rows = [
+        {
+            "gts": val[0],
+            "score": 0.0,
+            "llm_calls": 20,
+            "cut": "none",
+            "truncated": True,
+            "action_log": json.dumps({"task_id": val[0], "protocol": "qwen_fc", "actions": looping}),
+        },
+        {
+            "gts": val[1],
+            "score": 0.0,
+            "llm_calls": 6,
+            "cut": "calls",
+            "truncated": True,
+            "action_log": json.dumps({"task_id": val[1], "protocol": "qwen_fc", "actions": ["Done."] * 6}),
+        },
+        {
+            "gts": val[2],
+            "score": 1.0,
+            "llm_calls": 3,
+            "cut": "none",
+            "truncated": False,
+            "action_log": json.dumps({"task_id": val[2], "protocol": "qwen_fc", "actions": [call, "Done."]}),
+        },
+    ]
+    (run / "validation" / "16.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert sitting.main([*argv, "--task-scores", str(tmp_path / "scores.csv")]) == 0
+    scores = pd.read_csv(tmp_path / "scores.csv")
+    assert list(scores.columns) == sitting.TASK_SCORE_COLUMNS
+    after = scores[(scores["split"] == "val") & (scores["when"] == "after")].set_index("task_id")
+    assert after.loc[val[0], ["llm_calls", "call_limit", "looped"]].tolist() == [20, True, True]
+    assert after.loc[val[1], ["llm_calls", "call_limit", "looped"]].tolist() == [6, True, False]
+    assert after.loc[val[2], ["llm_calls", "call_limit", "looped"]].tolist() == [3, False, False]
+    before = scores[(scores["split"] == "val") & (scores["when"] == "before")]
+    assert len(before) == 100 and before[["llm_calls", "call_limit", "looped"]].isna().all().all()
+
+
+def test_an_action_log_that_is_not_one_refuses_the_task_scores_in_one_line(run, argv, tmp_path, capsys):
+    row = {"gts": split_ids("val")[0], "score": 0.0, "action_log": '{"task_id": "nowhere_1", "actions": []}'}
+    (run / "validation" / "16.jsonl").write_text(json.dumps(row) + "\n")
+    assert sitting.main([*argv, "--task-scores", str(tmp_path / "scores.csv")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("sitting: ") and "16.jsonl" in err and err.count("\n") == 1
+    assert not (tmp_path / "scores.csv").exists()
+
+
 def test_the_command_prints_one_line_the_page_reads_and_no_score_phase(argv, tmp_path, capsys):
     assert sitting.main(argv) == 0
     out = capsys.readouterr().out.splitlines()
