@@ -47,9 +47,11 @@ ARM_NAMES = {
     "seal": "SEAL",
     "full_loop": "full loop",
     "no_reweighting": "SEAL w/o reweighting",
+    "seal_n16": "SEAL, 16 rollouts",
 }
-ABLATIONS = ("no_reweighting",)
-"""Arms that tell SEAL's parts apart: shown beside the others, never part of the verdict or its seed count."""
+VARIANTS = ("no_reweighting", "seal_n16")
+"""Arms that tell SEAL's parts apart (the ablation) or change its recipe (16 rollouts a group): shown beside
+the others, never part of the verdict or its seed count."""
 SEEDS_WANTED = 3
 """Seeds per arm before the verdict stands (issue 57)."""
 START_BAR = 0.15
@@ -105,7 +107,7 @@ def below_bar(sittings: Sequence[Sitting]) -> str:
 
 def by_arm(sittings: Sequence[Sitting]) -> dict[str, list[Sitting]]:
     """Sittings per arm, seeds ascending: vanilla and SEAL always (empty before their first sitting), the
-    full loop and the ablation once they have one."""
+    full loop and the variants once they have one."""
     arms = {arm: sorted((s for s in sittings if s.arm == arm), key=lambda s: s.seed) for arm in ARMS}
     return {arm: members for arm, members in arms.items() if members or arm in ("vanilla", "seal")}
 
@@ -252,10 +254,10 @@ def beyond_spread(differences: Sequence[float]) -> int | None:
 def verdict(sittings: Sequence[Sitting]) -> str:
     """One sentence: whether SEAL beat vanilla on test beyond the seeds' spread, whether RL beat its SFT
     start (on test where every sitting of the arm played it before training, else on val), and "not enough
-    seeds yet (k of 3)" while an arm has fewer than three. The ablations' sittings, and those from a start
+    seeds yet (k of 3)" while an arm has fewer than three. The variants' sittings, and those from a start
     below `START_BAR`, do not enter it."""
     landed = bool(sittings)
-    sittings = [s for s in counted(sittings) if s.arm not in ABLATIONS]
+    sittings = [s for s in counted(sittings) if s.arm not in VARIANTS]
     arms = by_arm(sittings)
     enough = min(len(members) for members in arms.values())
     tail = "." if enough >= SEEDS_WANTED else f"; not enough seeds yet ({enough} of {SEEDS_WANTED})."

@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m seal.reports.sitting", description=__doc__.split("\n")[0]
     )
     parser.add_argument(
-        "--arm", required=True, help="the arm's name: seal, vanilla, full_loop or no_reweighting"
+        "--arm", required=True, help="the arm's name: seal, vanilla, full_loop, no_reweighting or seal_n16"
     )
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--card", required=True, help="the GPU's name, as nvidia-smi gives it")

@@ -32,7 +32,7 @@ RUNS = "runs.jsonl"
 METRICS = "metrics"
 """In a sitting's `files` folder: verl's file-logger lines (`{"step": int, "data": {...}}`), one file per
 launch, as a run folder's `metrics/` holds them."""
-ARMS = ("vanilla", "seal", "full_loop", "no_reweighting")
+ARMS = ("vanilla", "seal", "full_loop", "no_reweighting", "seal_n16")
 """The campaign's arms, in the order the page shows them."""
 
 Rate = Annotated[float, Field(strict=True, ge=0.0, le=1.0)]
@@ -136,16 +136,17 @@ class Sitting:
     """One line of `runs.jsonl`: one sitting, one arm trained with one seed from that seed's SFT start
     (the same start for every arm of the seed, so that SEAL − vanilla is paired).
 
-    - `arm`: `vanilla`, `seal`, `full_loop` or `no_reweighting` (SEAL without A-Patch, the paper's ablation:
-      exp/learn_qwen_ARM.yaml); `seed`: the seed of the SFT start and of the arm's draws.
+    - `arm`: `vanilla`, `seal`, `full_loop`, `no_reweighting` (SEAL without A-Patch, the paper's ablation)
+      or `seal_n16` (SEAL with 16 rollouts a group, issue 57's one recipe change): exp/learn_qwen_ARM.yaml;
+      `seed`: the seed of the SFT start and of the arm's draws.
     - `card`, `gpus`: the accelerator and how many the arm ran on (the arms of one seed on one count);
       `sft_gpus`: how many the seed's SFT start trained on (a node of 2 trains it on both, then runs two
       arms at once on one each), absent in lines that did not record it (seed 1's of 2026-11-28: its
       start trained on the same 4 GPUs as its arms).
     - `sft_val`, `sft_mixed`: the sitting's SFT start, measured in the arm's launch, not apart: its greedy
       val is the arm's val before its first step (so `sft_val` equals `val_before`), its mixed share the
-      share of mixed groups in the arm's first step (8 samples at T=1 of each of 8 train tasks, under the
-      arm's interface), step 1's `seal/groups/mixed_share`, not the mean over steps.
+      share of mixed groups in the arm's first step (8 samples at T=1 of each of 8 train tasks, 16 in
+      `seal_n16`, under the arm's interface), step 1's `seal/groups/mixed_share`, not the mean over steps.
     - `val_before`, `val_after`: greedy val (100 tasks) in the arm's launch before its first step and after
       its last; `test_after`: the 300 test tasks after the last step, in the same launch; `test_before`: the
       300 test tasks before the first step (`seal.test_before`), null in sittings that did not play it.
@@ -161,7 +162,7 @@ class Sitting:
       metrics, `test_report.json`, `seal_steps.jsonl` and the phase times.
     """
 
-    arm: Literal["vanilla", "seal", "full_loop", "no_reweighting"]
+    arm: Literal["vanilla", "seal", "full_loop", "no_reweighting", "seal_n16"]
     seed: Annotated[int, Field(strict=True)]
     card: Text
     gpus: Count

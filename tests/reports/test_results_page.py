@@ -383,7 +383,7 @@ def test_the_page_is_generated_between_its_markers_and_a_stale_one_fails_check(t
         (lambda line: line | {"val_after": "0.5"}, "val_after: Input should be a valid number"),
         (
             lambda line: line | {"arm": "grpo"},
-            "arm: Input should be 'vanilla', 'seal', 'full_loop' or 'no_reweighting'",
+            "arm: Input should be 'vanilla', 'seal', 'full_loop', 'no_reweighting' or 'seal_n16'",
         ),
         (lambda line: {k: v for k, v in line.items() if k != "test_after"}, "test_after: Field required"),
         (
@@ -430,19 +430,22 @@ def test_a_sitting_whose_start_trained_on_more_gpus_than_its_arm_says_so_in_its_
     assert shown["vanilla", "2"] == shown["vanilla", "3"] == shown["SEAL", "1"] == "2 × H200"
 
 
-def test_the_ablation_arm_has_its_rows_and_leaves_the_verdict_as_it_was(tmp_path):
+@pytest.mark.parametrize(
+    ("arm", "name"), [("no_reweighting", "SEAL w/o reweighting"), ("seal_n16", "SEAL, 16 rollouts")]
+)
+def test_a_variant_arm_has_its_rows_and_leaves_the_verdict_as_it_was(tmp_path, arm, name):
     lines = campaign_lines()
-    ablation = sitting(random.Random(5), "no_reweighting", 2)
+    variant = sitting(random.Random(5), arm, 2)
     plain = read_campaign(write_results(tmp_path / "plain", lines))
-    campaign = read_campaign(write_results(tmp_path / "ablated", [*lines, ablation]))
+    campaign = read_campaign(write_results(tmp_path / "varied", [*lines, variant]))
     rows = {(row["model"], row["split"]): row for row in results_page.table1_rows(campaign)}
-    assert rows["+ SEAL w/o reweighting", "test"]["Avg"] == f"{100 * ablation['test_after']:.1f} ± —"
-    assert rows["+ SEAL w/o reweighting", "val"]["n"] == "1 seed(s)"
-    assert all(row["model"] != "+ SEAL w/o reweighting" for row in results_page.table1_rows(plain))
+    assert rows[f"+ {name}", "test"]["Avg"] == f"{100 * variant['test_after']:.1f} ± —"
+    assert rows[f"+ {name}", "val"]["n"] == "1 seed(s)"
+    assert all(row["model"] != f"+ {name}" for row in results_page.table1_rows(plain))
     assert results_page.verdict(campaign.sittings) == results_page.verdict(plain.sittings)
     assert "not enough seeds" not in results_page.verdict(campaign.sittings)  # 3 seeds of each campaign arm
     shown = [(row["arm"], row["seed"]) for row in results_page.sitting_rows(campaign.sittings)]
-    assert ("SEAL w/o reweighting", "2") in shown
+    assert (name, "2") in shown
 
 
 def test_lines_from_a_start_below_the_bar_are_listed_marked_and_kept_out_of_the_comparison(tmp_path):

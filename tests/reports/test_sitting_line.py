@@ -224,9 +224,10 @@ def test_a_run_that_cannot_give_the_line_is_refused_in_one_line(argv, run, spoil
     assert captured.out == "" and err.startswith("sitting: ") and named in err and len(err.splitlines()) == 1
 
 
-def test_the_ablation_arm_s_line_is_one_the_page_reads(argv, tmp_path, capsys):
-    argv[argv.index("--arm") + 1] = "no_reweighting"
+@pytest.mark.parametrize("arm", ["no_reweighting", "seal_n16"])
+def test_a_variant_arm_s_line_is_one_the_page_reads(argv, tmp_path, capsys, arm):
+    argv[argv.index("--arm") + 1] = arm
     assert sitting.main(argv) == 0
     (tmp_path / "runs.jsonl").write_text(capsys.readouterr().out)
     (record,) = read_lines(tmp_path / "runs.jsonl", Sitting)
-    assert record.arm == "no_reweighting" and record.files.startswith("no_reweighting_s1_")
+    assert record.arm == arm and record.files.startswith(f"{arm}_s1_")
