@@ -11,8 +11,10 @@ Reads the run folder the trainer and the launcher write (experiments/<name>/):
 Prints val pass rates per category for every step and test for the best-val and the last checkpoint, with
 their mean as the paper's "Avg" (in %), and writes into --out: pass_rates.csv, val_curves.png (one curve
 per category and Avg), label_shares.csv and label_shares.png (the share of each label among the training
-batch's ground-truth turns at every step, from the step-to-step growth of C_t's running total). It ends
-with the `seal view RUN` command that shows the run's validation and test episodes turn by turn.
+batch's ground-truth turns at every step, from the step-to-step growth of C_t's running total), and, where
+the dumps carry each episode's replies and action log, val_endings.csv (per validation step, the shares of
+episodes that looped and that used all their LLM calls, and the replies an episode took). It ends with the
+`seal view RUN` command that shows the run's validation and test episodes turn by turn.
 
 --sft FOLDER [FOLDER ...] adds models evaluated on their own beside the run (an SFT model, the base model
 before it): each FOLDER is the run folder of a validation-only launch, its last `validation/{step}.jsonl`
@@ -43,9 +45,12 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from seal.bfcl.tasks import CATEGORIES, SPLITS, split_ids
 from seal.jsonl import JsonLinesError, json_objects
 from seal.reports import table2
+from seal.results.endings import LOOP_CALLS, dump_row_ending, endings
 from seal.results.pass_rate import SplitScore, score_rows
 from seal.results.tables import SHORT_NAMES, colour_of, label_order, legend_as_stacked
 from seal.tocf.labels import EXCLUDED
@@ -149,6 +154,30 @@ def validation_history(validation_dir: Path) -> dict[int, SplitScore]:
         Path(validation_dir).glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1
     )
     return {score.step: score for score in (read_dump(p) for p in dumps if p.stem.isdigit())}
+
+
+def val_endings(run: Path) -> list[dict[str, Any]]:
+    """Per validation step, how its greedy episodes ended (seal/results/endings.py): the episodes, the shares
+    that ended in a loop and at the call limit, and the replies an episode took. Only dumps whose every row
+    carries its replies, cut and action log (the trainer's own) have a row; a loop learnt in training shows
+    here as the pass rate falls."""
+    rows = []
+    dumps = sorted((int(p.stem), p) for p in (run / "validation").glob("*.jsonl") if p.stem.isdigit())
+    for step, path in dumps:
+        records = [row | dump_row_ending(row, where) for where, row in dump_lines(path)]
+        if not records or any(None in (r["llm_calls"], r["looped"], r["call_limit"]) for r in records):
+            continue
+        summary = endings(records)
+        rows.append(
+            {
+                "step": step,
+                "n": summary["n"],
+                "loops": round(summary["loops"]["share"], 4),
+                "call limit": round(summary["call_limit"]["share"], 4),
+                "replies an episode": round(sum(r["llm_calls"] for r in records) / len(records), 2),
+            }
+        )
+    return rows
 
 
 def val_scores(run: Path) -> list[SplitScore]:
@@ -374,6 +403,12 @@ def report(run: Path, out: Path, beside: Sequence[Path] = ()) -> list[dict[str, 
     print(f"{run}: pass rates (%) per category; Avg is their mean, as in the paper")
     print(format_table(rows))
     print(f"best val: step {best.step} (Avg {100 * best.mean:.2f})")
+    ended = val_endings(run)
+    if ended:
+        print(f"how the greedy val episodes ended (loops: the last {LOOP_CALLS} replies one identical call)")
+        shown = [row | {key: f"{row[key]:.0%}" for key in ("loops", "call limit")} for row in ended]
+        print(pd.DataFrame(shown).to_string(index=False))
+        write_csv(out / "val_endings.csv", list(ended[0]), ended)
     write_csv(out / "pass_rates.csv", COLUMNS, rows)
     save(val_curves_figure(val, test, best, f"{run.name}: pass rate per category"), out / "val_curves.png")
     if shares:

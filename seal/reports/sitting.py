@@ -29,10 +29,9 @@ from typing import Any
 
 import pandas as pd
 
-from seal.env.replay import parse_action_log
 from seal.reports.compare import read_steps
 from seal.reports.runs import CHECKPOINT_PREFIX, dump_rows, read_dump, test_scores, validation_history
-from seal.results.endings import ends_in_loop, used_all_calls
+from seal.results.endings import dump_row_ending
 from seal.results.pass_rate import SplitScore
 
 MIXED_SHARE = "seal/groups/mixed_share"
@@ -119,17 +118,9 @@ def task_scores(run: Path) -> pd.DataFrame:
 
 
 def _task_outcome(row: dict[str, Any], where: str) -> dict[str, Any]:
-    """One dump row's task, score and ending; the ending's fields are None where the row lacks them."""
+    """One dump row's task, score and ending (`dump_row_ending`)."""
     task_id = row.get("task_id") or row.get("gts")
-    outcome = {"task_id": task_id, "score": row["score"], "llm_calls": row.get("llm_calls")}
-    outcome["call_limit"] = used_all_calls(row) if "cut" in row or "truncated" in row else None
-    log = row.get("action_log")
-    if isinstance(log, str):
-        parsed = parse_action_log(json.loads(log), f"{where}: {task_id}'s action_log")
-        outcome["looped"] = ends_in_loop(parsed["actions"], parsed["protocol"])
-    else:
-        outcome["looped"] = None
-    return outcome
+    return {"task_id": task_id, "score": row["score"], **dump_row_ending(row, f"{where}: {task_id}")}
 
 
 def _scored(name: str, mean: float | None, by_category: dict[str, float] | None) -> dict[str, Any]:

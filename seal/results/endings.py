@@ -15,9 +15,11 @@ any report that reads episode lines:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
+from seal.env.replay import parse_action_log
 from seal.protocol import get_protocol
 
 LOOP_CALLS = 5
@@ -36,6 +38,21 @@ def used_all_calls(record: dict[str, Any]) -> bool:
     """Whether the episode line `record` ended at a call limit, the driver's or the environment's."""
     cut = record.get("cut", "none")
     return cut == "calls" or (cut == "none" and bool(record.get("truncated")))
+
+
+def dump_row_ending(row: dict[str, Any], where: str) -> dict[str, Any]:
+    """How the episode of one trainer dump row (a validation or test pass's `{step}.jsonl`) ended:
+    `llm_calls`, `call_limit` (`used_all_calls`) and `looped` (`ends_in_loop` on its `action_log`), each None
+    where the row lacks what it is read from. An action log that is not one raises, naming `where`."""
+    ending = {"llm_calls": row.get("llm_calls")}
+    ending["call_limit"] = used_all_calls(row) if "cut" in row or "truncated" in row else None
+    log = row.get("action_log")
+    if isinstance(log, str):
+        parsed = parse_action_log(json.loads(log), f"{where}: action_log")
+        ending["looped"] = ends_in_loop(parsed["actions"], parsed["protocol"])
+    else:
+        ending["looped"] = None
+    return ending
 
 
 def endings(records: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -126,6 +126,41 @@ def test_label_shares_are_each_batch_s_turns_without_judge_failures(result):
     assert shares[3] == {"instance_mismatch": 0.25, "pass": 0.5, "state_mismatch": 0.25}
 
 
+def test_each_validation_step_says_how_its_episodes_ended_where_the_dump_carries_it(tmp_path):
+    """Step 0's 100 episodes end quietly; at step 10 the first 20 repeat one call to the call limit and 10
+    more end at it without a loop; an older dump at step 20, without action logs, gets no row."""
+    run = tmp_path / "looping"
+    for step in (0, 10, 20):
+        write_dump(run / "validation" / f"{step}.jsonl", "val", step, (5, 5, 5, 5))
+    call = '<tool_call>\n{"name": "ls", "arguments": {}}\n</tool_call>'
+    path = run / "validation" / "10.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for index, row in enumerate(rows[:30]):
+        looping = index < 20
+        actions = [call] * 20 if looping else ["Done."] * 20
+        log = {"task_id": row["task_id"], "protocol": "qwen_fc", "actions": actions}
+        row |= {"llm_calls": 20, "cut": "calls", "action_log": json.dumps(log)}
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    older = run / "validation" / "20.jsonl"
+    stripped = [json.loads(line) for line in older.read_text().splitlines()]
+    older.write_text(
+        "".join(json.dumps({k: v for k, v in row.items() if k != "action_log"}) + "\n" for row in stripped)
+    )
+    done = stats("--run", str(run), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    with (tmp_path / "out" / "val_endings.csv").open() as handle:
+        ended = list(csv.DictReader(handle))
+    assert [row["step"] for row in ended] == ["0", "10"]
+    assert (ended[0]["loops"], ended[0]["call limit"], ended[0]["replies an episode"]) == (
+        "0.0",
+        "0.0",
+        "3.0",
+    )
+    assert (ended[1]["loops"], ended[1]["call limit"]) == ("0.2", "0.3")
+    assert float(ended[1]["replies an episode"]) == pytest.approx((30 * 20 + 70 * 3) / 100)
+    assert "how the greedy val episodes ended" in done.stdout and " 20%" in done.stdout
+
+
 def test_a_folder_without_validation_dumps_is_one_line_and_exit_1(tmp_path):
     (tmp_path / "empty").mkdir()
     done = stats("--run", str(tmp_path / "empty"))
