@@ -11,31 +11,25 @@ from pathlib import Path
 import pandas as pd
 
 from seal.results.campaign import CampaignError
+from seal.results.endings import ENDING_FIELDS, ending_shares
 
-ENDINGS = ("looped", "call_limit", "llm_calls")
-"""The task-scores columns this view reads (seal/reports/sitting.py's `TASK_SCORE_COLUMNS`)."""
 SPLITS = ("val", "test")
 
 
 def endings_of(scores: pd.DataFrame) -> dict[tuple[str, str], dict[str, float]]:
-    """Per (split, when) with every ending recorded: the episodes, the shares that looped and that hit the
-    call limit, and the mean replies an episode took. Empty where the file predates the endings; a KeyError
-    where it is no task-scores file at all."""
+    """Per (split, when) with every ending recorded, `ending_shares`: the episodes, the shares that looped
+    and that hit the call limit, and the mean replies an episode took. Empty where the file predates the
+    endings; a KeyError where it is no task-scores file at all."""
     missing = [name for name in ("split", "when", "task_id", "score") if name not in scores.columns]
     if missing:
         raise KeyError(f"no {', '.join(missing)} column")
-    if not set(ENDINGS) <= set(scores.columns):
+    if not set(ENDING_FIELDS) <= set(scores.columns):
         return {}
     found = {}
     for (split, when), group in scores.groupby(["split", "when"]):
-        if group[list(ENDINGS)].isna().any().any():
-            continue
-        found[str(split), str(when)] = {
-            "n": float(len(group)),
-            "looped": float(group["looped"].astype(bool).mean()),
-            "call_limit": float(group["call_limit"].astype(bool).mean()),
-            "llm_calls": float(group["llm_calls"].mean()),
-        }
+        shares = ending_shares(group[list(ENDING_FIELDS)].to_dict("records"))
+        if shares is not None:
+            found[str(split), str(when)] = shares
     return found
 
 

@@ -50,7 +50,7 @@ import pandas as pd
 from seal.bfcl.tasks import CATEGORIES, SPLITS, split_ids
 from seal.jsonl import JsonLinesError, json_objects
 from seal.reports import table2
-from seal.results.endings import LOOP_CALLS, dump_row_ending, endings
+from seal.results.endings import LOOP_CALLS, dump_row_ending, ending_shares
 from seal.results.pass_rate import SplitScore, score_rows
 from seal.results.tables import SHORT_NAMES, colour_of, label_order, legend_as_stacked
 from seal.tocf.labels import EXCLUDED
@@ -164,17 +164,16 @@ def val_endings(run: Path) -> list[dict[str, Any]]:
     rows = []
     dumps = sorted((int(p.stem), p) for p in (run / "validation").glob("*.jsonl") if p.stem.isdigit())
     for step, path in dumps:
-        records = [row | dump_row_ending(row, where) for where, row in dump_lines(path)]
-        if not records or any(None in (r["llm_calls"], r["looped"], r["call_limit"]) for r in records):
+        shares = ending_shares([dump_row_ending(row, where) for where, row in dump_lines(path)])
+        if shares is None:
             continue
-        summary = endings(records)
         rows.append(
             {
                 "step": step,
-                "n": summary["n"],
-                "loops": round(summary["loops"]["share"], 4),
-                "call limit": round(summary["call_limit"]["share"], 4),
-                "replies an episode": round(sum(r["llm_calls"] for r in records) / len(records), 2),
+                "n": int(shares["n"]),
+                "loops": round(shares["looped"], 4),
+                "call limit": round(shares["call_limit"], 4),
+                "replies an episode": round(shares["llm_calls"], 2),
             }
         )
     return rows

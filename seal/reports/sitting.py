@@ -31,7 +31,7 @@ import pandas as pd
 
 from seal.reports.compare import read_steps
 from seal.reports.runs import CHECKPOINT_PREFIX, dump_rows, read_dump, test_scores, validation_history
-from seal.results.endings import dump_row_ending
+from seal.results.endings import ENDING_FIELDS, dump_row_ending
 from seal.results.pass_rate import SplitScore
 
 MIXED_SHARE = "seal/groups/mixed_share"
@@ -40,7 +40,7 @@ PHASES = ("install", "sft", "arm_startup", "arm_steps", "test")
 TASK_SCORES = "task_scores.csv"
 """Beside the line in a sitting's files: each task's greedy score before and after training, per split, and
 how its episode ended (`TASK_SCORE_COLUMNS`)."""
-TASK_SCORE_COLUMNS = ["split", "when", "task_id", "score", "llm_calls", "call_limit", "looped"]
+TASK_SCORE_COLUMNS = ["split", "when", "task_id", "score", *ENDING_FIELDS]
 """`llm_calls`: the model replies the episode took; `call_limit`: it used all it was allowed
 (seal/results/endings.py); `looped`: its last replies were one identical call. The last three are empty in a
 dump row that does not carry them. Files written before they were kept have the first four columns only."""

@@ -16,7 +16,8 @@ any report that reads episode lines:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from seal.env.replay import parse_action_log
@@ -53,6 +54,30 @@ def dump_row_ending(row: dict[str, Any], where: str) -> dict[str, Any]:
     else:
         ending["looped"] = None
     return ending
+
+
+ENDING_FIELDS = ("llm_calls", "call_limit", "looped")
+"""What `dump_row_ending` reads of an episode."""
+
+
+def ending_shares(ends: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
+    """Over episodes' `dump_row_ending` fields: how many, the shares that looped and that used all their
+    calls, and the mean replies; None where any episode lacks a field (None, or NaN read back from a CSV):
+    a dump written before they were kept."""
+    missing = any(
+        value is None or (isinstance(value, float) and math.isnan(value))
+        for end in ends
+        for value in (end.get(field) for field in ENDING_FIELDS)
+    )
+    if not ends or missing:
+        return None
+    n = len(ends)
+    return {
+        "n": float(n),
+        "looped": sum(bool(end["looped"]) for end in ends) / n,
+        "call_limit": sum(bool(end["call_limit"]) for end in ends) / n,
+        "llm_calls": sum(float(end["llm_calls"]) for end in ends) / n,
+    }
 
 
 def endings(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
