@@ -421,7 +421,6 @@ pack_sitting() {  # pack_sitting ARM SEED RUN DIR: the sitting's small files as 
   mkdir -p "$to/metrics" && cat "$run"/metrics/*.jsonl > "$to/metrics/arm.jsonl"  # the arm's, as runs.jsonl's files
   cp "$run/test_report.json" "$to/"
   [ -f "$run/seal_steps.jsonl" ] && cp "$run/seal_steps.jsonl" "$to/"
-  grep -h "phase \|sitting " "$4/driver.log" > "$to/phases.log" 2>/dev/null
   tar -czf "$state/sitting_$1_s$2.tar.gz" -C "$stage" results && rm -rf "$stage"
   echo "packed $state/sitting_$1_s$2.tar.gz (untar it in the project root; the line is also in $state/runs.jsonl)"
 }
