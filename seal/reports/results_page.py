@@ -33,6 +33,7 @@ from seal.bfcl.tasks import CATEGORIES
 from seal.reports.compare import markdown, mean_std, metrics_lines, pm, read_steps
 from seal.reports.episode_endings import ending_rows
 from seal.reports.sitting import TASK_SCORES
+from seal.reports.start_spread import recipe_starts, spread_rows, spread_verdict
 from seal.reports.update_signals import signal_rows
 from seal.results.campaign import ARMS, Campaign, CampaignError, Sitting
 from seal.results.tables import SHORT_NAMES
@@ -467,9 +468,16 @@ def start_rows(campaign: Campaign) -> list[dict[str, str]]:
 
 
 def starts_section(campaign: Campaign) -> str:
-    """The starts' table, with the note that explains its marks where it has any."""
+    """Each recipe's starts as shipped, by GPU count, against the bar a start must clear; then every start
+    measured, with the note that explains its marks where it has any."""
+    shipped = [
+        f"{spread_verdict(recipe, members)}\n\n{markdown(spread_rows(members))}"
+        for recipe, members in recipe_starts(campaign.starts).items()
+    ]
     table = markdown(start_rows(campaign))
-    return f"{table}\n\n{SEED_PER_DRAW_NOTE}" if any(s.seed_per_draw for s in campaign.starts) else table
+    if any(s.seed_per_draw for s in campaign.starts):
+        table = f"{table}\n\n{SEED_PER_DRAW_NOTE}"
+    return "\n\n".join([*shipped, f"Every start measured:\n\n{table}" if shipped else table])
 
 
 def curves_figure(curves: Sequence[Curves]) -> object:

@@ -78,8 +78,11 @@ class BaseModel:
 class SftStart:
     """One line of `sft_starts.jsonl`: an SFT start trained and measured.
 
-    `recipe` is the config and its overrides (`exp/sft_qwen.yaml`, or `exp/sft_qwen.yaml KEY=VALUE`), the
-    config as it was at `commit` (a later commit may change its values), `experiment` the run's name, `card`
+    `recipe` is the config and the overrides that train the start with the config's values of today
+    (`exp/sft_qwen.yaml`, or `exp/sft_qwen.yaml KEY=VALUE`): a change of the config's values rewrites the
+    older lines' recipes (a start at lr 1e-5 from before the config's lr became 5e-6 says
+    `optim.lr=1e-5`), so a recipe without overrides is the one shipped; `commit` says what code ran it.
+    `experiment` is the run's name, `card`
     and `gpus` where it trained, `steps` its length. A checkpoint saved at step N of a longer run is the start
     of `trainer.total_training_steps=N` (the learning rate is constant), and its recipe says so. `val` is the
     greedy pass rate on the 100 val tasks, `test` on the 300 test tasks; `mixed` the share of the arms' train
@@ -141,8 +144,8 @@ class Sitting:
       `seed`: the seed of the SFT start and of the arm's draws.
     - `card`, `gpus`: the accelerator and how many the arm ran on (the arms of one seed on one count);
       `sft_gpus`: how many the seed's SFT start trained on (a node of 2 trains it on both, then runs two
-      arms at once on one each), absent in lines that did not record it (seed 1's of 2026-11-28: its
-      start trained on the same 4 GPUs as its arms).
+      arms at once on one each), absent in lines that did not record it (the first sittings, 2026-11-28,
+      whose start trained on the same GPUs as their arms).
     - `sft_val`, `sft_mixed`: the sitting's SFT start, measured in the arm's launch, not apart: its greedy
       val is the arm's val before its first step (so `sft_val` equals `val_before`), its mixed share the
       share of mixed groups in the arm's first step (8 samples at T=1 of each of 8 train tasks, 16 in
@@ -159,7 +162,7 @@ class Sitting:
       trainer's per-step metrics as verl's file logger writes them (the run folder's `metrics/` copied:
       `seal/reward/mean`, `seal/groups/mixed_share`, `seal/apatch/scale_{min,mean,max}`,
       `val-core/seal/pass_rate_mean`, ...), and, kept for reading, the line (`result.json`), the SFT's
-      metrics, `test_report.json`, `seal_steps.jsonl` and the phase times.
+      metrics, `test_report.json` and `seal_steps.jsonl` (the phase times are the line's `phases`).
     """
 
     arm: Literal["vanilla", "seal", "full_loop", "no_reweighting", "seal_n16"]

@@ -496,3 +496,14 @@ def test_the_page_shows_each_sitting_s_update_signals_in_the_arms_order(tmp_path
         ["| SEAL", "1", "1 → 4"],
         ["| SEAL", "2", "1 → 4"],
     ]
+
+
+def test_the_starts_section_sets_the_shipped_recipes_starts_side_by_side_before_every_start(tmp_path):
+    campaign = read_campaign(write_results(tmp_path, campaign_lines()))
+    shipped, every = results_page.starts_section(campaign).split("Every start measured:")
+    assert "`exp/sft.yaml`, 2 starts:" in shipped and "a=b" not in shipped
+    assert [row.split(" | ")[:2] for row in shipped.splitlines() if row[2:3].isdigit()] == [
+        ["| 1", "1"],
+        ["| 2", "1"],
+    ]
+    assert every.count("| `exp/sft.yaml") == 3
