@@ -300,43 +300,50 @@ def sign_test(gained: int, lost: int) -> float:
     return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
 
 
-def test_flips(campaign: Campaign, sitting: Sitting) -> tuple[int, int, int] | None:
-    """The sitting's test tasks that failed before training and pass after, the reverse, and the unchanged,
-    from its `task_scores.csv`; None where it holds no test pass before and after."""
+def p_value(p: float) -> str:
+    """Three decimals, and `< 0.001` below them rather than a p of 0."""
+    return "< 0.001" if p < 0.0005 else f"{p:.3f}"
+
+
+def task_flips(campaign: Campaign, sitting: Sitting, split: str) -> tuple[int, int, int] | None:
+    """The sitting's `split` tasks that failed before training and pass after, the reverse, and the
+    unchanged, from its `task_scores.csv`; None where it holds no such pass before and after."""
     path = campaign.folder / sitting.files / TASK_SCORES
     if not path.is_file():
         return None
     try:
         scores = pd.read_csv(path)
-        test = scores[scores["split"] == "test"].pivot(index="task_id", columns="when", values="score")
+        tasks = scores[scores["split"] == split].pivot(index="task_id", columns="when", values="score")
     except (ValueError, KeyError) as exc:
         raise CampaignError(f"{path}: not a task-scores file ({' '.join(str(exc).split())})") from None
-    if not {"before", "after"} <= set(test.columns):
+    if not {"before", "after"} <= set(tasks.columns):
         return None
-    before, after = test["before"] >= 1, test["after"] >= 1
+    before, after = tasks["before"] >= 1, tasks["after"] >= 1
     gained, lost = int((~before & after).sum()), int((before & ~after).sum())
-    return gained, lost, len(test) - gained - lost
+    return gained, lost, len(tasks) - gained - lost
 
 
 def flip_rows(campaign: Campaign) -> list[dict[str, str]]:
-    """Per arm, summed over its sittings with per-task test scores before and after: tasks gained, lost and
-    unchanged, and the sign test of gained against lost."""
+    """Per arm and split (val, then test), summed over its sittings with per-task scores before and after:
+    tasks gained, lost and unchanged, and the sign test of gained against lost."""
     rows = []
     for arm, members in by_arm(campaign.sittings).items():
-        counted = [f for f in (test_flips(campaign, s) for s in members) if f is not None]
-        if not counted:
-            continue
-        gained, lost, same = (sum(f[i] for f in counted) for i in range(3))
-        rows.append(
-            {
-                "arm": ARM_NAMES[arm],
-                "sittings": str(len(counted)),
-                "gained (fail → pass)": str(gained),
-                "lost (pass → fail)": str(lost),
-                "unchanged": str(same),
-                "sign test p": f"{sign_test(gained, lost):.3f}",
-            }
-        )
+        for split in ("val", "test"):
+            counted = [f for f in (task_flips(campaign, s, split) for s in members) if f is not None]
+            if not counted:
+                continue
+            gained, lost, same = (sum(f[i] for f in counted) for i in range(3))
+            rows.append(
+                {
+                    "arm": ARM_NAMES[arm],
+                    "split": split,
+                    "sittings": str(len(counted)),
+                    "gained (fail → pass)": str(gained),
+                    "lost (pass → fail)": str(lost),
+                    "unchanged": str(same),
+                    "sign test p": p_value(sign_test(gained, lost)),
+                }
+            )
     return rows
 
 
@@ -560,14 +567,14 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
         ),
         ("What RL did, per arm (mean ± std over seeds)", markdown(arm_rows(sittings))),
         (
-            "Task by task on test, before → after training",
-            "Each test task's greedy outcome before the first step and after the last, from the sittings' "
-            f"`{TASK_SCORES}`, summed over an arm's sittings; the sign test asks whether the tasks that "
-            "changed went one way more often than chance would.\n\n"
+            "Task by task, before → after training",
+            "Each val and test task's greedy outcome before the first step and after the last, from the "
+            f"sittings' `{TASK_SCORES}`, summed over an arm's sittings; the sign test asks whether the tasks "
+            "that changed went one way more often than chance would.\n\n"
             + (
                 markdown(flips)
                 if (flips := flip_rows(campaign))
-                else "None yet: no sitting holds per-task test scores before and after training "
+                else "None yet: no sitting holds per-task scores before and after training "
                 "(the sittings with `seal.test_before` write them)."
             ),
         ),

@@ -275,25 +275,34 @@ def write_task_scores(results: Path, line: dict, before: list[int], after: list[
     frame.to_csv(results / line["files"] / "task_scores.csv", index=False)
 
 
-def test_task_by_task_each_arm_sums_its_sittings_flips_on_test_with_a_sign_test(tmp_path):
+def test_task_by_task_each_arm_sums_its_sittings_flips_per_split_with_a_sign_test(tmp_path):
     lines = campaign_lines()
     results = write_results(tmp_path, lines)
     for line in lines[3:]:  # SEAL: 5 gained, 1 lost, 4 unchanged a seed
         write_task_scores(results, line, [0] * 5 + [1] + [1, 0, 1, 0], [1] * 5 + [0] + [1, 0, 1, 0])
     write_task_scores(results, lines[0], [1, 1], [1, 0])  # vanilla seed 1 only; seeds 2 and 3 hold none
     campaign = read_campaign(results)
-    rows = {row["arm"]: row for row in results_page.flip_rows(campaign)}
-    assert rows["SEAL"] == {
+    rows = {(row["arm"], row["split"]): row for row in results_page.flip_rows(campaign)}
+    assert [(row["arm"], row["split"]) for row in results_page.flip_rows(campaign)] == [
+        ("vanilla", "val"),
+        ("vanilla", "test"),
+        ("SEAL", "val"),
+        ("SEAL", "test"),
+    ]
+    assert rows["SEAL", "val"]["unchanged"] == "3" and rows["SEAL", "val"]["sign test p"] == "1.000"
+    assert [results_page.p_value(results_page.sign_test(g, 0)) for g in (10, 12)] == ["0.002", "< 0.001"]
+    assert rows["SEAL", "test"] == {
         "arm": "SEAL",
+        "split": "test",
         "sittings": "3",
         "gained (fail → pass)": "15",
         "lost (pass → fail)": "3",
         "unchanged": "12",
         "sign test p": f"{2 * sum(math.comb(18, i) for i in range(4)) / 2**18:.3f}",
     }
-    assert (rows["vanilla"]["sittings"], rows["vanilla"]["lost (pass → fail)"]) == ("1", "1")
-    assert rows["vanilla"]["sign test p"] == "1.000"
-    assert "| SEAL | 3 | 15 | 3 | 12 |" in results_page.render(campaign, [], "f.png")
+    vanilla = rows["vanilla", "test"]
+    assert (vanilla["sittings"], vanilla["lost (pass → fail)"], vanilla["sign test p"]) == ("1", "1", "1.000")
+    assert "| SEAL | test | 3 | 15 | 3 | 12 |" in results_page.render(campaign, [], "f.png")
 
 
 def test_a_task_scores_file_without_a_test_before_counts_no_flips_and_a_broken_one_is_named(tmp_path):
