@@ -66,10 +66,12 @@ NO_SITTING = "no sitting yet"
 UPDATES = (
     "Each sitting's first quarter of steps against its last (the means over them), from its "
     "`metrics/*.jsonl`: verl's `actor/entropy`, `actor/pg_clipfrac`, `actor/ppo_kl`, `actor/grad_norm`, "
-    "`num_turns/mean` and `response_length/mean`, and `seal/advantage/net_share` (the signed share of the "
-    "scaled update: 0 where the pushes up and down balance, negative where the push down weighs more; — in "
-    "sittings before it was logged). They say whether the policy could still change, how far each update "
-    "moved it, and what its episodes became."
+    "`num_turns/mean` and `response_length/mean`, and SEAL's `seal/advantage/net_share` (the signed share "
+    "of the scaled update: 0 where the pushes up and down balance, negative where the push down weighs "
+    "more), `seal/truncated_share` (the sampled episodes a limit cut) and `seal/groups/cut_in_mixed_share` "
+    "(of those, the share in mixed groups, the only ones an update pushes down); — in sittings before a "
+    "metric was logged. They say whether the policy could still change, how far each update moved it, and "
+    "what its episodes became."
 )
 
 ENDINGS_NOTE = (

@@ -1,8 +1,9 @@
 """Why an arm's scores moved or did not, from its per-step metrics: how much room the policy had to change
 (entropy), how far each update moved it (PPO's clip fraction and KL, the gradient norm), which way the scaled
-update pushed (`seal/advantage/net_share`, logged since commit 06fedbb) and what the episodes became (turns
-and response tokens). Each is the mean over the first quarter of the steps against the mean over the last,
-so that a drift shows without a plot."""
+update pushed (`seal/advantage/net_share`, logged since commit 06fedbb), how many sampled episodes a limit
+cut and how many of those an update could push down (in a mixed group: `seal/groups/cut_in_mixed_share`,
+logged after the 1.5B's seed 1) and what the episodes became (turns and response tokens). Each is the mean
+over the first quarter of the steps against the mean over the last, so that a drift shows without a plot."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ SIGNALS = {
     "PPO KL": ("actor/ppo_kl", ".2g"),
     "grad norm": ("actor/grad_norm", ".2f"),
     "net share": ("seal/advantage/net_share", ".2f"),
+    "cut episodes": ("seal/truncated_share", ".2f"),
+    "cut in mixed groups": ("seal/groups/cut_in_mixed_share", ".2f"),
     "turns an episode": ("num_turns/mean", ".1f"),
     "response tokens": ("response_length/mean", ".0f"),
 }

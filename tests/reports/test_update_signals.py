@@ -41,9 +41,11 @@ def test_a_metric_logged_in_part_of_the_steps_is_read_where_it_was_and_a_sitting
     assert [row["net share"] for row in rows] == ["-0.20 → -0.30"]
 
 
-def test_the_metrics_read_are_in_a_real_sitting_s_metrics_or_are_logged_since_the_net_share():
+def test_the_metrics_read_are_in_a_real_sitting_s_metrics_or_are_logged_since_and_documented():
     metrics = ROOT / "results/qwen_coder_1_5b/seal_s2_2026-11-29/metrics/arm.jsonl"
     logged = {key for line in metrics.read_text().splitlines() for key in json.loads(line)["data"]}
     read = {metric for metric, _ in SIGNALS.values()}
-    assert read - logged == {"seal/advantage/net_share"}
-    assert "seal/advantage/net_share" in (ROOT / "docs/reference/metrics.md").read_text()
+    newer = {"seal/advantage/net_share", "seal/groups/cut_in_mixed_share"}
+    assert read - logged == newer
+    reference = (ROOT / "docs/reference/metrics.md").read_text()
+    assert all(f"`{metric}`" in reference for metric in newer)

@@ -32,6 +32,11 @@ METRICS = {
     "seal/reward/mean": "mean reward of the step's healthy trajectories (the train pass rate)",
     "seal/groups/mixed_share": "share of GRPO groups whose rewards are not all equal: the groups that "
     "carry an advantage",
+    "seal/groups/all_failed_share": "share of GRPO groups in which every healthy trajectory failed: no "
+    "advantage, so nothing in them is pushed down",
+    "seal/groups/cut_in_mixed_share": "of the step's trajectories a limit cut, the share in mixed groups: "
+    "the cut episodes (a loop that runs to the call limit, say) the update pushes down; absent when none "
+    "was cut",
     "seal/label_share/{label}": "the label's share of the batch's weighable ground-truth-turn labels",
     "seal/pass_rate/{category}": "share of the category's trajectories that pass",
     "seal/pass_rate/mean": "mean of the per-category pass rates (the paper's Avg, on the train batch)",
@@ -165,8 +170,9 @@ class ClosedLoop:
 
 
 def _reward_metrics(trajectories: Sequence[TrajectoryFields], groups: Sequence[str]) -> dict[str, float]:
-    """Over the healthy trajectories: the mean reward, and the share of GRPO groups whose rewards are not
-    all equal (the groups that give GRPO a learning signal); groups with no healthy row are not counted."""
+    """Over the healthy trajectories: the mean reward, the share of GRPO groups whose rewards are not all
+    equal (the groups that give GRPO a learning signal) and of those where all failed, and how many of the
+    cut trajectories sit in a mixed group; groups with no healthy row are not counted."""
     rewards: dict[str, list[float]] = {}
     for t, group in zip(trajectories, groups, strict=True):
         if not t.env_error:
@@ -174,11 +180,16 @@ def _reward_metrics(trajectories: Sequence[TrajectoryFields], groups: Sequence[s
     if not rewards:
         return {}
     healthy = [r for members in rewards.values() for r in members]
-    mixed = sum(len(set(members)) > 1 for members in rewards.values())
-    return {
+    mixed = {group for group, members in rewards.items() if len(set(members)) > 1}
+    metrics = {
         f"{PREFIX}/reward/mean": sum(healthy) / len(healthy),
-        f"{PREFIX}/groups/mixed_share": mixed / len(rewards),
+        f"{PREFIX}/groups/mixed_share": len(mixed) / len(rewards),
+        f"{PREFIX}/groups/all_failed_share": sum(max(m) <= 0.0 for m in rewards.values()) / len(rewards),
     }
+    cut = [group for t, group in zip(trajectories, groups, strict=True) if t.truncated and not t.env_error]
+    if cut:
+        metrics[f"{PREFIX}/groups/cut_in_mixed_share"] = sum(group in mixed for group in cut) / len(cut)
+    return metrics
 
 
 def _push_metrics(advantages: Sequence[float], factors: Sequence[float]) -> dict[str, float]:
