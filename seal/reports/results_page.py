@@ -33,7 +33,7 @@ from seal.bfcl.tasks import CATEGORIES
 from seal.reports.compare import markdown, mean_std, metrics_lines, pm, read_steps
 from seal.reports.episode_endings import ending_rows
 from seal.reports.sitting import TASK_SCORES
-from seal.reports.start_spread import recipe_starts, spread_rows, spread_verdict
+from seal.reports.start_spread import VAL_BAR, recipe_starts, spread_rows, spread_verdict
 from seal.reports.update_signals import signal_rows
 from seal.results.campaign import ARMS, Campaign, CampaignError, Sitting
 from seal.results.tables import SHORT_NAMES
@@ -55,7 +55,7 @@ VARIANTS = ("no_reweighting", "seal_n16")
 the others, never part of the verdict or its seed count."""
 SEEDS_WANTED = 3
 """Seeds per arm before the verdict stands (issue 57)."""
-START_BAR = 0.15
+START_BAR = VAL_BAR
 """The greedy val a seed's SFT start needs for its arms' lines to count (issue 57): a line from a weaker start
 is listed among the sittings, marked, and kept out of Table 1, the paired differences, the per-arm table, the
 verdict and the README's row until its seed runs again (RL from a start that samples no reward says nothing

@@ -13,8 +13,11 @@ from collections.abc import Sequence
 from seal.results.campaign import SftStart
 
 VAL_BAR = 0.15
+"""The greedy val on the 100 val tasks a start needs (the results page counts a seed's lines from it)."""
 MIXED_BAR = 0.30
+"""The share of the arms' train tasks whose 8 samples at T=1 must be mixed: the groups GRPO learns from."""
 SPREAD_BAR = 0.05
+"""How far apart the greedy vals of the recipe's starts may be, whatever GPU count each trained on."""
 
 
 def recipe_starts(starts: Sequence[SftStart]) -> dict[str, list[SftStart]]:

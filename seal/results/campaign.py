@@ -82,9 +82,9 @@ class SftStart:
     (`exp/sft_qwen.yaml`, or `exp/sft_qwen.yaml KEY=VALUE`): a change of the config's values rewrites the
     older lines' recipes (a start at lr 1e-5 from before the config's lr became 5e-6 says
     `optim.lr=1e-5`), so a recipe without overrides is the one shipped; `commit` says what code ran it.
-    `experiment` is the run's name, `card`
-    and `gpus` where it trained, `steps` its length. A checkpoint saved at step N of a longer run is the start
-    of `trainer.total_training_steps=N` (the learning rate is constant), and its recipe says so. `val` is the
+    `experiment` is the run's name, `card` and `gpus` where it trained, `steps` its length. A checkpoint
+    saved at step N of a longer run is the start of `trainer.total_training_steps=N` (the learning rate is
+    constant), and its recipe says so. `val` is the
     greedy pass rate on the 100 val tasks, `test` on the 300 test tasks; `mixed` the share of the arms' train
     tasks whose 8 samples at T=1 are mixed (some pass, some fail), `pass_at_1` the mean over those samples and
     `pass_at_8` the share of tasks with a passing sample (each of these absent where not measured), over
