@@ -33,12 +33,15 @@ def _shares(values: Sequence[float], digits: int) -> str:
     return ", ".join(f"{v:.{digits}f}" for v in values) or "—"
 
 
+def by_gpus(starts: Sequence[SftStart]) -> dict[int, list[SftStart]]:
+    """The starts by the GPU count they trained on, fewest GPUs first."""
+    return {gpus: [s for s in starts if s.gpus == gpus] for gpus in sorted({s.gpus for s in starts})}
+
+
 def spread_rows(starts: Sequence[SftStart]) -> list[dict[str, str]]:
     """One row per GPU count: each start's greedy val and, where measured, its sampled mixed share."""
-    counts = sorted({s.gpus for s in starts})
     rows = []
-    for gpus in counts:
-        members = [s for s in starts if s.gpus == gpus]
+    for gpus, members in by_gpus(starts).items():
         vals = [100 * s.val for s in members]
         mixed = [s.mixed for s in members if s.mixed is not None]
         rows.append(
@@ -60,9 +63,7 @@ def spread_verdict(recipe: str, starts: Sequence[SftStart]) -> str:
     measured = [s.mixed for s in starts if s.mixed is not None]
     below_mixed = [m for m in measured if m < MIXED_BAR]
     widest = max(vals) - min(vals)
-    means = {
-        g: statistics.fmean(s.val for s in starts if s.gpus == g) for g in sorted({s.gpus for s in starts})
-    }
+    means = {gpus: statistics.fmean(s.val for s in members) for gpus, members in by_gpus(starts).items()}
     apart = max(means.values()) - min(means.values())
     counts = " and ".join(str(g) for g in means)
     val_part = (
