@@ -141,8 +141,9 @@ def seed_starts(sittings: Sequence[Sitting], split: str) -> tuple[list[float], l
 
 
 def table1_rows(campaign: Campaign) -> list[dict[str, str]]:
-    """Per split: the base model, the SFT start (the starts the arms trained from, one a seed, mean ± std
-    over the seeds) and each arm after training (mean ± std over its seeds), per category and Avg (%)."""
+    """Per split: the base model, the SFT start (the starts the campaign's arms trained from, one a seed, mean
+    ± std over the seeds; a variant's start, trained again, leaves it as it was) and each arm after training
+    (mean ± std over its seeds), per category and Avg (%)."""
     base, sittings = campaign.base, counted(campaign.sittings)
     arms, rows = by_arm(sittings), []
     for split in ("val", "test"):
@@ -157,7 +158,7 @@ def table1_rows(campaign: Campaign) -> list[dict[str, str]]:
                 "n": "1 model",
             }
         )
-        means, categories = seed_starts(sittings, split)
+        means, categories = seed_starts([s for s in sittings if s.arm not in VARIANTS], split)
         rows.append(
             {"model": "SFT start", "split": split, **_cells(means, categories), "n": f"{len(means)} start(s)"}
         )
@@ -557,8 +558,9 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
             markdown(table1_rows(campaign))
             + "\n\nbase: `base.json`; SFT start: the start each seed's arms trained from, scored in their "
             "launches before the first step (val before; test before where the sitting played it; "
-            "`runs.jsonl`), the mean over a seed's arms; + arm: each sitting's val and test after its last "
-            "step (`runs.jsonl`). Every start measured apart is in the SFT starts' table below.",
+            "`runs.jsonl`), the mean over a seed's arms (a variant's start, trained again, is its row's "
+            "own); + arm: each sitting's val and test after its last step (`runs.jsonl`). Every start "
+            "measured apart is in the SFT starts' table below.",
         ),
         ("Verdict", "\n\n".join(filter(None, (verdict(sittings), below_bar(sittings))))),
         (
@@ -605,7 +607,7 @@ def readme_row(campaign: Campaign) -> str:
     rows = {row["model"]: row["Avg"] for row in table1_rows(campaign) if row["split"] == "test"}
     after = [rows[f"+ {ARM_NAMES[arm]}"] if arms[arm] else NO_SITTING for arm in ("vanilla", "seal")]
     steps = "/".join(sorted({str(s.steps) for s in sittings}))
-    seeds = min(len(members) for members in arms.values())
+    seeds = min(len(arms[arm]) for arm in ("vanilla", "seal"))
     trained = f", {steps} steps, {seeds} seed(s)" if sittings else ""
     name = f"{campaign.base.model} (base {100 * campaign.base.test:.1f}) after an SFT start{trained}"
     return f"| {name} | {rows['SFT start']} | {after[0]} | {after[1]} | this project, 300 test tasks |"

@@ -451,6 +451,11 @@ def test_a_variant_arm_has_its_rows_and_leaves_the_verdict_as_it_was(tmp_path, a
     assert rows[f"+ {name}", "test"]["Avg"] == f"{100 * variant['test_after']:.1f} ± —"
     assert rows[f"+ {name}", "val"]["n"] == "1 seed(s)"
     assert all(row["model"] != f"+ {name}" for row in results_page.table1_rows(plain))
+    assert variant["val_before"] != lines[1]["val_before"]  # its start, trained again, scored apart
+    starts = [row for row in results_page.table1_rows(campaign) if row["model"] == "SFT start"]
+    assert starts == [row for row in results_page.table1_rows(plain) if row["model"] == "SFT start"]
+    assert results_page.readme_row(campaign) == results_page.readme_row(plain)
+    assert "3 seed(s)" in results_page.readme_row(campaign)
     assert results_page.verdict(campaign.sittings) == results_page.verdict(plain.sittings)
     assert "not enough seeds" not in results_page.verdict(campaign.sittings)  # 3 seeds of each campaign arm
     shown = [(row["arm"], row["seed"]) for row in results_page.sitting_rows(campaign.sittings)]
