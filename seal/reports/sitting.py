@@ -40,10 +40,12 @@ PHASES = ("install", "sft", "arm_startup", "arm_steps", "test")
 TASK_SCORES = "task_scores.csv"
 """Beside the line in a sitting's files: each task's greedy score before and after training, per split, and
 how its episode ended (`TASK_SCORE_COLUMNS`)."""
-TASK_SCORE_COLUMNS = ["split", "when", "task_id", "score", *ENDING_FIELDS]
+TASK_SCORE_COLUMNS = ["split", "when", "task_id", "score", *ENDING_FIELDS, "repeated"]
 """`llm_calls`: the model replies the episode took; `call_limit`: it used all it was allowed
-(seal/results/endings.py); `looped`: its last replies were one identical call. The last three are empty in a
-dump row that does not carry them. Files written before they were kept have the first four columns only."""
+(seal/results/endings.py); `looped`: its last replies were one identical call; `repeated`: that call (its
+first `REPEATED_CHARS` characters), empty where the episode did not loop. The last four are empty in a dump
+row that does not carry them. Files written before they were kept have the first four columns only, or the
+first seven."""
 
 
 class SittingError(ValueError):

@@ -27,12 +27,22 @@ LOOP_CALLS = 5
 """Identical calls in a row that make a loop: the last five replies of the episode."""
 
 
-def ends_in_loop(actions: Sequence[str], protocol: str, calls: int = LOOP_CALLS) -> bool:
-    """Whether the replies `actions` (in order, written in `protocol`) end with `calls` identical calls."""
+REPEATED_CHARS = 300
+"""How much of a loop's repeated reply an ending keeps: enough for the call's name and arguments."""
+
+
+def repeated_call(actions: Sequence[str], protocol: str, calls: int = LOOP_CALLS) -> str | None:
+    """The call the replies `actions` (in order, written in `protocol`) end by repeating `calls` times,
+    stripped; None where they do not end in such a loop."""
     last = actions[-calls:]
     if len(last) < calls or len({action.strip() for action in last}) != 1:
-        return False
-    return get_protocol(protocol).parse(last[-1]).has_markup
+        return None
+    return last[-1].strip() if get_protocol(protocol).parse(last[-1]).has_markup else None
+
+
+def ends_in_loop(actions: Sequence[str], protocol: str, calls: int = LOOP_CALLS) -> bool:
+    """Whether the replies `actions` (in order, written in `protocol`) end with `calls` identical calls."""
+    return repeated_call(actions, protocol, calls) is not None
 
 
 def used_all_calls(record: dict[str, Any]) -> bool:
@@ -43,21 +53,24 @@ def used_all_calls(record: dict[str, Any]) -> bool:
 
 def dump_row_ending(row: dict[str, Any], where: str) -> dict[str, Any]:
     """How the episode of one trainer dump row (a validation or test pass's `{step}.jsonl`) ended:
-    `llm_calls`, `call_limit` (`used_all_calls`) and `looped` (`ends_in_loop` on its `action_log`), each None
-    where the row lacks what it is read from. An action log that is not one raises, naming `where`."""
+    `llm_calls`, `call_limit` (`used_all_calls`), `looped` (its `action_log` ends in a loop) and `repeated`
+    (the looped call's first `REPEATED_CHARS` characters: what the policy resends), each None where the row
+    lacks what it is read from or did not loop. An action log that is not one raises, naming `where`."""
     ending = {"llm_calls": row.get("llm_calls")}
     ending["call_limit"] = used_all_calls(row) if "cut" in row or "truncated" in row else None
     log = row.get("action_log")
     if isinstance(log, str):
         parsed = parse_action_log(json.loads(log), f"{where}: action_log")
-        ending["looped"] = ends_in_loop(parsed["actions"], parsed["protocol"])
+        repeated = repeated_call(parsed["actions"], parsed["protocol"])
+        ending["looped"] = repeated is not None
+        ending["repeated"] = repeated[:REPEATED_CHARS] if repeated is not None else None
     else:
-        ending["looped"] = None
+        ending["looped"] = ending["repeated"] = None
     return ending
 
 
 ENDING_FIELDS = ("llm_calls", "call_limit", "looped")
-"""What `dump_row_ending` reads of an episode."""
+"""What `dump_row_ending` reads of every episode (`repeated` is there only for a loop)."""
 
 
 def ending_shares(ends: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from seal.protocol.ground_truth import END_OF_TURN as DONE
-from seal.results.endings import LOOP_CALLS, endings, endings_line, ends_in_loop
+import json
 
+from seal.protocol.ground_truth import END_OF_TURN as DONE
+from seal.results.endings import (
+    LOOP_CALLS,
+    REPEATED_CHARS,
+    dump_row_ending,
+    endings,
+    endings_line,
+    ends_in_loop,
+    repeated_call,
+)
+
+TASK = "multi_turn_base_0"
 CALL = '<tool_call>\n{"name": "ls", "arguments": {}}\n</tool_call>'
 
 
@@ -35,3 +46,18 @@ def test_the_shares_count_looped_lines_and_lines_cut_at_the_call_limit():
         "call limit 60.0% (3 of 5 used all their LLM calls)"
     )
     assert endings([])["loops"]["share"] == 0.0
+
+
+def test_a_loop_keeps_the_call_it_repeats_cut_to_a_bounded_length():
+    assert repeated_call(["DONE", *[CALL + "\n"] * 5], "qwen_fc") == CALL
+    assert repeated_call([DONE] * 6, "qwen_fc") is None
+    long = '<tool_call>\n{"name": "echo", "arguments": {"content": "' + "x" * 5000 + '"}}\n</tool_call>'
+    row = {
+        "llm_calls": 5,
+        "action_log": json.dumps({"task_id": TASK, "protocol": "qwen_fc", "actions": [long] * 5}),
+    }
+    ending = dump_row_ending(row, "dump.jsonl")
+    assert ending["looped"] and ending["repeated"] == long[:REPEATED_CHARS]
+    quiet = {"action_log": json.dumps({"task_id": TASK, "protocol": "qwen_fc", "actions": [CALL, DONE]})}
+    assert dump_row_ending(quiet, "dump.jsonl")["repeated"] is None
+    assert dump_row_ending({}, "dump.jsonl")["repeated"] is None

@@ -20,7 +20,7 @@ def scores(rows: list[tuple]) -> pd.DataFrame:
 
 def episodes(split: str, when: str, endings: list[tuple[int, bool, bool]]) -> list[tuple]:
     """Rows of one (split, when): one task per (replies, used all calls, looped)."""
-    return [(split, when, f"{split}_{i}", 0.0, *ending) for i, ending in enumerate(endings)]
+    return [(split, when, f"{split}_{i}", 0.0, *ending, None) for i, ending in enumerate(endings)]
 
 
 def write(path: Path, frame: pd.DataFrame) -> Path:
@@ -47,7 +47,7 @@ def test_a_row_per_sitting_and_split_with_both_moments(tmp_path):
             "val", "after", [(20, True, True), (6, False, False), (6, False, False), (8, False, False)]
         )
         + episodes("test", "before", [(6, False, False)])
-        + [("test", "after", "test_0", 1.0, None, None, None)]
+        + [("test", "after", "test_0", 1.0, None, None, None, None)]
     )
     rows = ending_rows([("vanilla", 3, write(tmp_path / "scores.csv", frame))])
     assert rows == [

@@ -324,9 +324,9 @@ def test_the_endings_section_reads_each_sitting_s_task_scores_in_the_arms_order(
     assert "## How the greedy episodes ended, before → after training" in empty
     assert "None yet: no sitting's `task_scores.csv` records how its episodes ended." in empty
     for line, looped_after in ((lines[3], [True, False]), (lines[0], [True, True])):  # SEAL 1, vanilla 1
-        rows = [("val", "before", t, 0.0, 5, False, False) for t in split_ids("val")[:2]]
+        rows = [("val", "before", t, 0.0, 5, False, False, None) for t in split_ids("val")[:2]]
         rows += [
-            ("val", "after", t, 0.0, 20 if looped else 4, looped, looped)
+            ("val", "after", t, 0.0, 20 if looped else 4, looped, looped, "[ls()]" if looped else None)
             for t, looped in zip(split_ids("val")[:2], looped_after, strict=True)
         ]
         frame = pd.DataFrame(rows, columns=sitting_module.TASK_SCORE_COLUMNS)

@@ -158,8 +158,10 @@ def test_the_task_scores_say_how_each_episode_ended_from_its_dump_row(run, argv,
     assert after.loc[val[0], ["llm_calls", "call_limit", "looped"]].tolist() == [20, True, True]
     assert after.loc[val[1], ["llm_calls", "call_limit", "looped"]].tolist() == [6, True, False]
     assert after.loc[val[2], ["llm_calls", "call_limit", "looped"]].tolist() == [3, False, False]
+    assert after.loc[val[0], "repeated"] == call  # what the loop resends, read back from the CSV
+    assert after.loc[[val[1], val[2]], "repeated"].isna().all()  # a repeated answer is no loop
     before = scores[(scores["split"] == "val") & (scores["when"] == "before")]
-    assert len(before) == 100 and before[["llm_calls", "call_limit", "looped"]].isna().all().all()
+    assert len(before) == 100 and before[["llm_calls", "call_limit", "looped", "repeated"]].isna().all().all()
 
 
 def test_an_action_log_that_is_not_one_refuses_the_task_scores_in_one_line(run, argv, tmp_path, capsys):
