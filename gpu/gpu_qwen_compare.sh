@@ -179,9 +179,9 @@ score_checkpoint() {  # score_checkpoint EXP FOLDER GPU TRAINED_ON MIXED [OVERRI
   [ $status = 0 ] || return 1
   "$py" - "$dest" "$exp" "$step" "$trained_on" "$(nvidia-smi --query-gpu=name --format=csv,noheader -i "$gpu")" \
     "$(cat "$state/$exp.train_s" 2>/dev/null || echo 0)" $((SECONDS - began)) "${share:-1}" "$*" \
-    >> "$state/starts.jsonl" <<'PY'
-import json, os, pathlib, sys, yaml
-dest, exp, step, gpus, card, train_s, score_s, share, overrides = sys.argv[1:]
+    "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >> "$state/starts.jsonl" <<'PY'
+import datetime, json, os, pathlib, sys, yaml
+dest, exp, step, gpus, card, train_s, score_s, share, overrides, commit = sys.argv[1:]
 shipped = yaml.safe_load(open("exp/sft_qwen.yaml"))["trainer"]["total_training_steps"]
 if int(step) != shipped and "trainer.total_training_steps=" not in overrides:
     overrides = f"trainer.total_training_steps={step} {overrides}".strip()  # the constant lr: step N is that run
@@ -197,6 +197,7 @@ line = {
     "steps": int(step), "val": val["pass_rate"],
     "val_by_category": {c: v["pass_rate"] for c, v in val["by_category"].items()},
     "train_s": int(train_s), "score_s": int(score_s),
+    "date": datetime.datetime.now(datetime.UTC).date().isoformat(), "commit": commit,
 }
 if int(share) > 1:
     line["gpu_shared_by"] = int(share)

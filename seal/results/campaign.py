@@ -205,7 +205,7 @@ class Sitting:
 Record = TypeVar("Record", BaseModel, SftStart, Sitting)
 
 
-def _record(kind: type[Record], value: Any, where: str) -> Record:
+def parse_record(kind: type[Record], value: Any, where: str) -> Record:
     """`value` as a `kind`, or `CampaignError` naming `where` and the first field at fault."""
     try:
         return TypeAdapter(kind).validate_python(value)
@@ -221,7 +221,7 @@ def located_lines(path: Path, kind: type[Record]) -> list[tuple[str, Record]]:
     if not path.exists():
         return []
     try:
-        return [(where, _record(kind, value, where)) for where, value in json_objects(path)]
+        return [(where, parse_record(kind, value, where)) for where, value in json_objects(path)]
     except JsonLinesError as exc:
         raise CampaignError(str(exc)) from None
 
@@ -238,7 +238,7 @@ def read_base(path: Path) -> BaseModel:
         raise CampaignError(f"{path}: no such file (the base model's measured pass rates)") from None
     except (OSError, ValueError) as exc:
         raise CampaignError(f"{path}: not a JSON file ({' '.join(str(exc).split())})") from None
-    return _record(BaseModel, value, str(path))
+    return parse_record(BaseModel, value, str(path))
 
 
 def read_sittings(folder: Path) -> list[Sitting]:
