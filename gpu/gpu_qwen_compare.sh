@@ -44,7 +44,9 @@
 # results/qwen_coder_1_5b/ARM_sSEED_DATE/. Several arms (`vanilla,seal`) share the one install and start, each
 # line counting those once, as a sitting of that arm alone would spend them; they run at once where the GPUs
 # divide into one equal group an arm (2 + 2 on a node of 4), else in turn on all of them (or with
-# ARMS_AT_ONCE=0). Time budget: docs/guides/gpu.md ("One arm, one seed, one job").
+# ARMS_AT_ONCE=0). With SCORE_START=1 the seed's start is then scored on the first GPU as `starts` scores one,
+# its line in experiments/qwen/starts.jsonl (about 240 s more, outside the lines' sitting_s). Time budget:
+# docs/guides/gpu.md ("One arm, one seed, one job").
 # Sittings share no file but the seed's start and the append to runs.jsonl, so they run at once on the nodes of
 # one shared disk (examples/slurm/qwen_sittings.sbatch); a sitting's log and pid: sitting_ARM_sSEED/driver.{log,pid}.
 # SEEDS: none by default (base, SFT and its evaluation only). ARMS (default "seal vanilla"; add full_loop for
@@ -393,7 +395,16 @@ sitting() {  # sitting MODEL ARMS SEED: arms (comma-separated) x one seed on thi
     fi
   done
   for i in "${pids[@]}"; do wait "$i" || failed=1; done
+  [ "$failed" = 0 ] && [ "${SCORE_START:-0}" = 1 ] && { score_sitting_start "$seed" "${ids[0]}" || failed=1; }
   return $failed
+}
+
+score_sitting_start() {  # score_sitting_start SEED GPU: the seed's start scored as `starts` scores one (greedy val,
+  # and 8 samples at T=1 of the 64 train tasks its arms drew), after the arms and outside their lines' seconds;
+  # once: a sitting run again finds it scored
+  local done="$state/sft_qwen_s$1.scored"
+  [ -f "$done" ] && { log "sft_qwen_s$1: scored already"; return 0; }
+  DRAW_SEED=$1 score_start "s$1" "$2" && touch "$done"
 }
 
 one_arm() {  # one_arm ARM SEED SFT_FOLDER GPU_LIST CARD DIR: the arm's launch, its line and its archive

@@ -568,6 +568,32 @@ def test_a_sitting_s_start_scored_afterwards_on_one_gpu_keeps_the_count_it_train
     assert_servers_ended(record)
 
 
+def test_score_start_scores_the_sitting_s_start_after_its_arms_once_and_outside_its_line(tmp_path):
+    work, record, env = project(tmp_path)
+    model, settings = str(tmp_path / "model"), {**env, "NGPUS": "2", "SCORE_START": "1"}
+    done = script(work, settings, "sitting", model, "vanilla,seal", "2")
+    assert done.returncode == 0, done.stderr
+    assert servers(record)[checkpoint("sft_qwen_s2", 60)]["gpus"] == "0"
+    scored = evals(record)
+    mixed = scored["experiments/qwen/eval_sft_qwen_s2_step60_mixed"]
+    assert value(mixed, "--temperature") == "1" and value(mixed, "--samples") == "8"
+    drew = script(work, {**env, "DRAW_SEED": "2"}, "starts", model, "probe@0")  # seed 2's arms' draw
+    assert drew.returncode == 0, drew.stderr
+    drawn = evals(record)["experiments/qwen/eval_sft_qwen_probe_step60_mixed"]
+    assert value(mixed, "--tasks") == value(drawn, "--tasks")
+    line = start_lines(work)["sft_qwen_s2", 60]
+    assert (line["gpus"], line["mixed_tasks_seed"]) == (2, 2) and "mixed" in line
+    assert done.stdout.index("sitting seal seed 2") < done.stdout.index("sft_qwen_s2 step 60: scored")
+    for arm in ("vanilla", "seal"):  # the scoring is no phase of the arms' lines
+        phases = work / f"experiments/qwen/sitting_{arm}_s2/phases"
+        assert sorted(p.name for p in phases.iterdir()) == ["arm", "arm_startup", "arm_steps", "sft", "test"]
+    assert_servers_ended(record)
+    record.unlink()
+    again = script(work, settings, "sitting", model, "vanilla,seal", "2")
+    assert again.returncode == 0, again.stderr
+    assert not servers(record) and "sft_qwen_s2: scored already" in again.stdout
+
+
 def archived(work: Path, name: str) -> dict[str, str]:
     """The small files of a sitting's archive, by their names under its results folder."""
     with tarfile.open(work / "experiments" / "qwen" / f"sitting_{name}.tar.gz") as archive:
