@@ -32,6 +32,8 @@ import pandas as pd
 from seal.bfcl.tasks import CATEGORIES
 from seal.reports.compare import markdown, mean_std, metrics_lines, pm, read_steps
 from seal.reports.episode_endings import ending_rows
+from seal.reports.guideline_changes import guideline_legend, guideline_rows
+from seal.reports.runs import STEPS_FILE
 from seal.reports.sitting import TASK_SCORES
 from seal.reports.start_spread import VAL_BAR, recipe_starts, spread_rows, spread_verdict
 from seal.reports.update_signals import signal_rows
@@ -80,6 +82,13 @@ ENDINGS_NOTE = (
     "all their LLM calls (BFCL's 20 a turn, or the rollout's limit), and the replies an episode took. A "
     "policy that learnt to send a rejected message again fails such tasks at the call limit; sittings "
     "before these were kept are left out."
+)
+
+GUIDELINES_NOTE = (
+    "The guidelines of the interface the sampled train episodes saw, from each sitting's `seal_steps.jsonl` "
+    "(Ω after every step): those of the first step, then each step where Evolve changed them. Only the "
+    "closed loop's interface (the `full` preset) chooses them from the failure profile; the held-out "
+    "episodes, greedy and scored, see the raw interface without them."
 )
 
 
@@ -524,6 +533,18 @@ def figure_name(page: Path) -> str:
     return f"images/{page.stem}_curves.png"
 
 
+def guidelines_section(campaign: Campaign, ordered: Sequence[Curves]) -> str:
+    """The training-time guidelines of each sitting whose Ω had any, and what each one says."""
+    runs = [
+        (ARM_NAMES[c.sitting.arm], c.sitting.seed, campaign.folder / c.sitting.files / STEPS_FILE)
+        for c in ordered
+    ]
+    rows, named = guideline_rows(runs)
+    if not rows:
+        return f"{GUIDELINES_NOTE}\n\nNone: no sitting's training-time interface had guidelines."
+    return f"{GUIDELINES_NOTE}\n\n{markdown(rows)}\n\n{guideline_legend(named)}"
+
+
 def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
     """The generated part of the page (without the markers)."""
     sittings = campaign.sittings
@@ -590,6 +611,7 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
         ),
         ("Curves", picture),
         ("A-Patch's factors on mixed groups", f"{factors}\n\n{apatch}" if apatch else f"{factors}\n\n{none}"),
+        ("What Evolve told the model", guidelines_section(campaign, ordered)),
         (
             "How the updates went, first steps → last",
             f"{UPDATES}\n\n{markdown(signals)}" if signals else none,

@@ -263,6 +263,19 @@ def _cell(value: Any) -> str:
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
+def training_steps(path: Path) -> dict[int, dict[str, Any]]:
+    """`seal_steps.jsonl` by step (a resumed run appends the steps it re-ran: the last record wins)."""
+    if not path.is_file():
+        return {}
+    steps = {}
+    for where, record in json_objects(path):
+        step = record.get("step")
+        if isinstance(step, bool) or not isinstance(step, int):
+            raise JsonLinesError(f"{where}: not a step record (its 'step' is {step!r:.40})")
+        steps[step] = record
+    return steps
+
+
 def label_shares(run: Path) -> dict[int, dict[str, float]]:
     """Per training step, each label's share of the batch's ground-truth turns (judge failures left out).
 

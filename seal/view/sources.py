@@ -22,7 +22,7 @@ from typing import Any
 
 from seal.env.replay import ActionLogError, parse_action_log, read_action_logs
 from seal.jsonl import JsonLinesError, json_objects, parse_line
-from seal.reports.runs import CHECKPOINT_PREFIX, STEPS_FILE, dump_lines
+from seal.reports.runs import CHECKPOINT_PREFIX, STEPS_FILE, dump_lines, training_steps
 from seal.results.files import ACTIONS, EPISODES, RUN
 
 
@@ -134,7 +134,7 @@ def _run(folder: Path, name: str) -> list[Source]:
             dumps.append((int(step), "test", checkpoint / f"{step}.jsonl"))
     if not dumps:
         return []
-    steps = _training_steps(folder / STEPS_FILE)
+    steps = training_steps(folder / STEPS_FILE)
     sources = []
     for step, kind, path in sorted(dumps, key=lambda d: (d[1] == "test", d[0])):
         in_effect = [s for s in steps if s <= step]
@@ -149,19 +149,6 @@ def _run(folder: Path, name: str) -> list[Source]:
             )
         )
     return sources
-
-
-def _training_steps(path: Path) -> dict[int, dict[str, Any]]:
-    """`seal_steps.jsonl` by step (a resumed run appends the steps it re-ran: the last record wins)."""
-    if not path.is_file():
-        return {}
-    steps = {}
-    for where, record in json_objects(path):
-        step = record.get("step")
-        if isinstance(step, bool) or not isinstance(step, int):
-            raise JsonLinesError(f"{where}: not a step record (its 'step' is {step!r:.40})")
-        steps[step] = record
-    return steps
 
 
 def _dump_episode(where: str, row: dict[str, Any]) -> SourceEpisode:

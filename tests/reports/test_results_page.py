@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
+from seal.env.interface import GUIDELINES
 from seal.reports import results_page
 from seal.reports import sitting as sitting_module
 from seal.results.campaign import RUNS, CampaignError, read_campaign
@@ -336,6 +337,26 @@ def test_the_endings_section_reads_each_sitting_s_task_scores_in_the_arms_order(
     seal = "| SEAL | 1 | val (2) | 0% → 50% | 0% → 50% | 5.0 → 12.0 |"
     assert vanilla in page and seal in page and page.index(vanilla) < page.index(seal)
     assert "None yet: no sitting's" not in page
+
+
+def test_the_guidelines_section_shows_each_closed_loop_sitting_s_changes_and_their_text(tmp_path):
+    lines = campaign_lines(seeds=1)
+    closed = sitting(random.Random(3), "full_loop", 1) | {"files": "full_loop_s1"}
+    results = write_results(tmp_path, [*lines, closed])
+    campaign = read_campaign(results)
+    before = results_page.render(campaign, results_page.read_curves(campaign), "f.png")
+    assert "## What Evolve told the model" in before
+    assert "None: no sitting's training-time interface had guidelines." in before
+    records = [{"step": 1, "interface": {"guidelines": ["Recover"]}}]
+    records += [{"step": 2, "interface": {"guidelines": ["Active-respond", "Recover"]}}]
+    (results / "full_loop_s1" / "seal_steps.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (results / lines[1]["files"] / "seal_steps.jsonl").write_text(
+        '{"step": 1, "interface": {"guidelines": []}}\n'
+    )
+    page = results_page.render(campaign, results_page.read_curves(campaign), "f.png")
+    assert "| full loop | 1 | Recover | step 2: + Active-respond |" in page
+    assert "| SEAL | 1 |" not in page.split("## What Evolve told the model")[1].split("## ")[0]
+    assert f"- {GUIDELINES['Active-respond']}" in page and "None: no sitting's training" not in page
 
 
 def test_the_verdict_waits_for_three_seeds_and_says_when_the_arms_do_not_separate(tmp_path):
