@@ -46,7 +46,9 @@
 # divide into one equal group an arm (2 + 2 on a node of 4), else in turn on all of them (or with
 # ARMS_AT_ONCE=0). With SCORE_START=1 the seed's start is then scored on the first GPU as `starts` scores one,
 # its line in experiments/qwen/starts.jsonl (about 240 s more, outside the lines' sitting_s). Time budget:
-# docs/guides/gpu.md ("One arm, one seed, one job").
+# docs/guides/gpu.md ("One arm, one seed, one job"). Where the results are committed, `python -m
+# seal.results.landing --results results/qwen_coder_1_5b ARCHIVE... [--starts experiments/qwen/starts.jsonl]`
+# lands the archives and the start lines.
 # Sittings share no file but the seed's start and the append to runs.jsonl, so they run at once on the nodes of
 # one shared disk (examples/slurm/qwen_sittings.sbatch); a sitting's log and pid: sitting_ARM_sSEED/driver.{log,pid}.
 # SEEDS: none by default (base, SFT and its evaluation only). ARMS (default "seal vanilla"; add full_loop for
