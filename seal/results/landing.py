@@ -34,6 +34,7 @@ from seal.results.campaign import (
     RUNS,
     SFT_STARTS,
     CampaignError,
+    Record,
     SftStart,
     Sitting,
     parse_record,
@@ -75,9 +76,9 @@ class Landing:
     report: list[str]
 
 
-def _checked(kind: type[SftStart] | type[Sitting], value: Any, where: str) -> None:
+def _parsed(kind: type[Record], value: Any, where: str) -> Record:
     try:
-        parse_record(kind, value, where)
+        return parse_record(kind, value, where)
     except CampaignError as exc:
         raise LandingError(str(exc)) from None
 
@@ -118,10 +119,7 @@ def read_archive(path: Path, model: str) -> SittingArchive:
         line = json.loads(files[PurePosixPath(RESULT)])
     except ValueError as exc:
         raise LandingError(f"{where}: not JSON ({exc})") from None
-    try:
-        sitting = parse_record(Sitting, line, where)
-    except CampaignError as exc:
-        raise LandingError(str(exc)) from None
+    sitting = _parsed(Sitting, line, where)
     if sitting.files != folder:
         raise LandingError(f"{where}: files says {sitting.files}, but the archive's folder is {folder}")
     if not any(p.parent == PurePosixPath(METRICS) and p.suffix == ".jsonl" for p in files):
@@ -138,7 +136,7 @@ def read_starts(path: Path) -> list[Line]:
     except JsonLinesError as exc:
         raise LandingError(str(exc)) from None
     for where, value in lines:
-        _checked(SftStart, value, where)
+        _parsed(SftStart, value, where)
     return [value for _, value in lines]
 
 
@@ -250,7 +248,7 @@ def plan(results: Path, archives: Sequence[SittingArchive], scored: Sequence[Lin
         if all(start_key(start) != start_key(derived) for start in landed):
             landed.append(derived)
     for start in landed:
-        _checked(SftStart, start, f"the start {start['experiment']}")
+        _parsed(SftStart, start, f"the start {start['experiment']}")
         index = next((i for i, line in enumerate(starts) if start_key(line) == start_key(start)), None)
         if index is None:
             starts.append(start)
