@@ -38,7 +38,6 @@ from seal.results.campaign import (
     SftStart,
     Sitting,
     parse_record,
-    read_lines,
 )
 
 RESULT = "result.json"
@@ -127,17 +126,24 @@ def read_archive(path: Path, model: str) -> SittingArchive:
     return SittingArchive(path, line, sitting, files)
 
 
-def read_starts(path: Path) -> list[Line]:
-    """The start lines `starts` wrote, as written, each checked to be a whole `SftStart`."""
-    if not path.is_file():
-        raise LandingError(f"{path}: no such starts file")
+def checked_lines(path: Path, kind: type[SftStart] | type[Sitting]) -> list[Line]:
+    """The JSON Lines file's lines as written, each checked to be a whole `kind`; a missing file has none."""
+    if not path.exists():
+        return []
     try:
         lines = list(json_objects(path))
     except JsonLinesError as exc:
         raise LandingError(str(exc)) from None
     for where, value in lines:
-        _parsed(SftStart, value, where)
+        _parsed(kind, value, where)
     return [value for _, value in lines]
+
+
+def read_starts(path: Path) -> list[Line]:
+    """The start lines `starts` wrote."""
+    if not path.is_file():
+        raise LandingError(f"{path}: no such starts file")
+    return checked_lines(path, SftStart)
 
 
 def shipped_steps(recipe: Path) -> int:
@@ -204,10 +210,6 @@ def _start_report(verb: str, start: Line) -> str:
     return f"sft_starts.jsonl: {verb} {start['experiment']} ({where})"
 
 
-def _raw_lines(path: Path) -> list[Line]:
-    return [value for _, value in json_objects(path)] if path.exists() else []
-
-
 def _unpacked(results: Path, archive: SittingArchive) -> dict[Path, bytes]:
     """The archive's files at their places in the results folder; a file there with other bytes stops it."""
     unpack = {}
@@ -221,12 +223,7 @@ def _unpacked(results: Path, archive: SittingArchive) -> dict[Path, bytes]:
 
 def plan(results: Path, archives: Sequence[SittingArchive], scored: Sequence[Line], recipe: Path) -> Landing:
     """The landing, computed without writing: lines replaced or added and files to unpack."""
-    try:
-        read_lines(results / RUNS, Sitting)
-        read_lines(results / SFT_STARTS, SftStart)
-        runs, starts = _raw_lines(results / RUNS), _raw_lines(results / SFT_STARTS)
-    except (CampaignError, JsonLinesError) as exc:
-        raise LandingError(str(exc)) from None
+    runs, starts = checked_lines(results / RUNS, Sitting), checked_lines(results / SFT_STARTS, SftStart)
     report: list[str] = []
     unpack: dict[Path, bytes] = {}
     named = [(archive.sitting.arm, archive.sitting.seed) for archive in archives]
