@@ -16,7 +16,8 @@
 # SFT start of exp/sft_qwen.yaml (experiment sft_qwen_NAME; SFT_STEPS steps when set, a checkpoint every
 # SFT_SAVE steps when set, else the last alone) trained on those GPUs, all specs at once; then each saved
 # checkpoint, served on one of its start's GPUs, gets its greedy val, the last one also 8 samples at temperature 1
-# of the 64 train tasks the arms of seed DRAW_SEED (1) draw, the line's mixed_tasks_seed (with VAL_SAMPLES=N
+# of the 64 train tasks the arms of seed DRAW_SEED (1) draw, the line's mixed_tasks_seed (MIXED=0: greedy val
+# alone, about two minutes less a start; with VAL_SAMPLES=N
 # also N samples at T=1 of the val tasks: a pass@1 over 100 x N episodes, steadier than 100 greedy ones), and
 # one line in experiments/qwen/starts.jsonl
 # (val and its share of ground-truth turns passing, mixed share, pass@1, pass@8, per category, the card, the
@@ -137,7 +138,8 @@ train_start() {  # train_start NAME GPUS [OVERRIDE...]: exp/sft_qwen.yaml on tho
 
 score_start() {  # score_start NAME GPUS [OVERRIDE...]: each saved checkpoint's greedy val, the checkpoints dealt
   # over GPUS (one vLLM a GPU at a time), and with the last one 8 samples at T=1 of the 64 train tasks seed
-  # DRAW_SEED's (1) arms draw; one line a checkpoint in starts.jsonl, with the GPU count the start trained on
+  # DRAW_SEED's (1) arms draw (not with MIXED=0); one line a checkpoint in starts.jsonl, with the GPU count the
+  # start trained on
   # (a sitting's start scored afterwards on fewer GPUs than it trained on keeps its own count)
   local name=$1 exp="sft_qwen_$1" gpu_list folders g i pids=() status=0 trained_on
   IFS=, read -r -a gpu_list <<< "$2"
@@ -148,7 +150,8 @@ score_start() {  # score_start NAME GPUS [OVERRIDE...]: each saved checkpoint's 
   for ((g = 0; g < ${#gpu_list[@]} && g < ${#folders[@]}; g++)); do
     (
       for ((i = g; i < ${#folders[@]}; i += ${#gpu_list[@]})); do
-        score_checkpoint "$exp" "${folders[$i]}" "${gpu_list[$g]}" "$trained_on" $((i + 1 == ${#folders[@]})) "$@" \
+        score_checkpoint "$exp" "${folders[$i]}" "${gpu_list[$g]}" "$trained_on" \
+          $((i + 1 == ${#folders[@]} && ${MIXED:-1} == 1)) "$@" \
           || exit 1
       done
     ) & pids+=($!)

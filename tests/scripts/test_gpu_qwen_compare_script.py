@@ -200,6 +200,7 @@ def project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
         "SFT_SAVE",
         "VAL_SAMPLES",
         "DRAW_SEED",
+        "MIXED",
         "KIT",
         "NGPUS",
         "CUDA_VISIBLE_DEVICES",
@@ -399,6 +400,16 @@ def test_draw_seed_samples_the_train_tasks_that_seed_s_arms_draw_and_the_line_na
         drawn[seed] = set(value(mixed, "--tasks").split(","))
         assert start_lines(work)["sft_qwen_g1", 60]["mixed_tasks_seed"] == int(seed)
     assert len(drawn["2"]) == 64 and drawn["1"] != drawn["2"]
+
+
+def test_mixed_0_scores_the_last_checkpoint_greedily_alone_and_its_line_has_no_mixed_share(tmp_path):
+    work, record, env = project(tmp_path)
+    done = script(work, {**env, "MIXED": "0"}, "starts", str(tmp_path / "model"), "g1@0")
+    assert done.returncode == 0, done.stderr
+    assert sorted(evals(record)) == ["experiments/qwen/eval_sft_qwen_g1_step60_val"]
+    line = start_lines(work)["sft_qwen_g1", 60]
+    assert "mixed" not in line and "pass_at_1" not in line
+    assert line["val"] == summary(work, "experiments/qwen/eval_sft_qwen_g1_step60_val")["pass_rate"]
 
 
 def test_two_specs_train_at_once_each_on_its_gpu_with_its_overrides(tmp_path):
