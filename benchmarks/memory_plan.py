@@ -142,6 +142,19 @@ SCENARIOS = [
         "LoRA rank 64 on 1 H200, ToolACE-2-8B",
         "88.0 / 83.1: 1 step in 752 s",
     ),
+    Scenario(
+        "1.5b-1h200",
+        "qwen2.5-coder-1.5b",
+        replace(H200, ref_bytes=0, vllm_utilization=0.45),
+        "exp/learn_qwen_*.yaml, a sitting's arm on 1 H200 (trainer.n_gpus_per_node=1), no reference model",
+        "update 38.0 reserved, 33.2 allocated (verl's actor/perf): 6 sittings of 16 steps",
+    ),
+    Scenario(
+        "1.5b-1gpu",
+        "qwen2.5-coder-1.5b",
+        replace(H100, ref_bytes=0, vllm_utilization=0.45),
+        "the same on 1 H100",
+    ),
     Scenario("7b-1h100-lora", "qwen2.5-7b", replace(H100, **LORA), "LoRA rank 64 on 1 H100"),
     Scenario("8b-1h100-lora", "toolace-2-8b", replace(H100, **LORA), "LoRA rank 64 on 1 H100, ToolACE-2-8B"),
 ]

@@ -82,6 +82,7 @@ def test_the_scenarios_table_and_one_scenarios_terms(capsys):
         assert cells[scenario.name][1] == (scenario.measured or "not run")
     assert cells["8b-4gpu"][1] == "not run" and cells["8b-1h200-lora"][1].startswith("88.0 / 83.1")
     assert verdicts["7b-4h200"] == verdicts["8b-4h200"] == "yes"  # both ran as shipped on 4 H200
+    assert verdicts["1.5b-1h200"] == verdicts["1.5b-1gpu"] == "yes"  # a sitting's arm fits one H100 too
     assert memory_plan.main(["--parts", "3b-1gpu"]) == 0
     assert "exp/SEAL_3B_1gpu.yaml" in capsys.readouterr().out
     assert memory_plan.main(["--parts", "nope"]) == 2
