@@ -17,9 +17,8 @@
 # SFT_SAVE steps when set, else the last alone) trained on those GPUs, all specs at once; then each saved
 # checkpoint, served on one of its start's GPUs, gets its greedy val, the last one also 8 samples at temperature 1
 # of the 64 train tasks the arms of seed DRAW_SEED (1) draw, the line's mixed_tasks_seed (MIXED=0: greedy val
-# alone, about two minutes less a start; with VAL_SAMPLES=N
-# also N samples at T=1 of the val tasks: a pass@1 over 100 x N episodes, steadier than 100 greedy ones), and
-# one line in experiments/qwen/starts.jsonl
+# alone, about two minutes less a start; with VAL_SAMPLES=N also N samples at T=1 of the val tasks: a pass@1
+# over 100 x N episodes, steadier than 100 greedy ones), and one line in experiments/qwen/starts.jsonl
 # (val and its share of ground-truth turns passing, mixed share, pass@1, pass@8, per category, the card, the
 # phases' seconds). A start already trained, such as a sitting's (`DRAW_SEED=SEED ... starts MODEL_DIR sSEED@0`),
 # is scored without training it again, its line keeping the GPU count it trained on. Specs may share a GPU
