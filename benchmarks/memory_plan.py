@@ -154,6 +154,7 @@ SCENARIOS = [
         "qwen2.5-coder-1.5b",
         replace(H100, ref_bytes=0, vllm_utilization=0.45),
         "the same on 1 H100",
+        "update 38.0 reserved, 33.2 allocated (verl's actor/perf), 57.9 on the card at one reading: 15 steps",
     ),
     Scenario("7b-1h100-lora", "qwen2.5-7b", replace(H100, **LORA), "LoRA rank 64 on 1 H100"),
     Scenario("8b-1h100-lora", "toolace-2-8b", replace(H100, **LORA), "LoRA rank 64 on 1 H100, ToolACE-2-8B"),
