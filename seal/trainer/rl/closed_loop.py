@@ -63,10 +63,11 @@ METRICS = {
     "seal/advantage/scale_negative": "mean factor of the rows whose advantage is negative",
     "seal/rho/{label}": "the label's current A-Patch weight ρ after this step's update",
     "seal/interface/version": "version of the interface Ω the service holds after the step",
-    "seal/interface/active_cues": "behavioural guidelines in Ω's system prompt",
-    "seal/interface/cue/{name}": "1 for each guideline Ω holds",
+    "seal/interface/active_cues": "behavioural guidelines in the system prompt of Ω after the step",
+    "seal/interface/cue/{name}": "1 for each guideline Ω holds after the step",
 }
 """Every metric `ClosedLoop.step` logs, with its meaning: the source of docs/reference/metrics.md."""
+CUE_PREFIX = f"{PREFIX}/interface/cue/"
 
 
 @dataclass(frozen=True)
@@ -140,8 +141,15 @@ class ClosedLoop:
             f"{PREFIX}/interface/version": float(self.interface.get("version", 0)),
             f"{PREFIX}/interface/active_cues": float(len(guidelines)),
         }
-        out.update({f"{PREFIX}/interface/cue/{name}": 1.0 for name in guidelines})
+        out.update({f"{CUE_PREFIX}{name}": 1.0 for name in guidelines})
         return out
+
+    def replace_interface_metrics(self, metrics: dict[str, float]) -> None:
+        """Ω's metrics in place of those `step` logged, once Evolve has replaced Ω: a guideline Evolve
+        dropped would otherwise still read 1 in the step's metrics."""
+        for key in [key for key in metrics if key.startswith(CUE_PREFIX)]:
+            del metrics[key]
+        metrics.update(self.interface_metrics())
 
     def to_json(self) -> dict[str, Any]:
         """`seal_state.json`: everything a resumed run needs to continue exactly where this one stopped."""

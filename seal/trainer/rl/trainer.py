@@ -217,7 +217,7 @@ class SealPPOTrainer(PPOTrainerSync):
         except EnvServiceError as exc:
             logger.warning("Evolve failed at step %s: %s", self.global_steps, exc)
             metrics["seal/interface/evolve_failed"] = 1.0
-        metrics.update(self.closed_loop.interface_metrics())
+        self.closed_loop.replace_interface_metrics(metrics)
         metrics["timing_s/seal_evolve"] = time.perf_counter() - started
 
     def _append_step_record(self) -> None:
