@@ -117,11 +117,11 @@ def write_training(
         signs = [reward - 0.5 for reward in batch]
         groups = [f"uid{i // GROUP}" for i in range(len(batch))]
         result = loop.step(trajectories, signs, step, epoch=0, groups=groups)
+        data = {**verl_metrics(step), **result.metrics}
         if settings.interface.adapt:
             loop.interface = {"version": step, "guidelines": []}
-        lines.append(
-            {"step": step, "data": {**verl_metrics(step), **result.metrics, **loop.interface_metrics()}}
-        )
+            loop.replace_interface_metrics(data)
+        lines.append({"step": step, "data": data})
         states.append({"step": step, **loop.to_json()})
     (run / "metrics").mkdir(parents=True, exist_ok=True)
     (run / "metrics" / f"{stamp}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
