@@ -93,11 +93,17 @@ serve() {  # serve MODEL NAME GPU LOG: vLLM on that GPU at its port, as the arms
   return 1
 }
 
+recipe_protocol() {  # the arms' seal.rollout.protocol: every score reads the calls as the arms' episodes do
+  "$py" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["seal"]["rollout"]["protocol"])' \
+    exp/learn_qwen_seal.yaml
+}
+
 score() {  # score MODEL NAME GPU DEST [seal eval options]: `seal eval` of the model served on GPU into DEST
   local model=$1 name=$2 gpu=$3 dest=$4
   shift 4
   "$py" -m seal.cli eval --base-url "http://127.0.0.1:$(port "$gpu")/v1" --model "$name" --out "$dest" \
-    --official --max-model-len "$window" --tokenizer "$model" "$@" > "$dest.log" 2>&1
+    --official --max-model-len "$window" --tokenizer "$model" --protocol "$(recipe_protocol)" "$@" \
+    > "$dest.log" 2>&1
 }
 
 evaluate() {  # evaluate MODEL NAME SPLIT GPU: vLLM on that GPU, then `seal eval` greedy into $state/eval_NAME_SPLIT

@@ -23,7 +23,7 @@ BAD_LINES = {
     ),
     "protocol a list": (
         b'{"task_id": "multi_turn_base_0", "protocol": ["qwen_fc"], "actions": []}',
-        "'protocol' must be one of qwen_fc, llama3_json, python_list, not a JSON list",
+        "'protocol' must be one of qwen_fc, qwen_fc_strict_tags, llama3_json, python_list, not a JSON list",
     ),
     "protocol an object": (
         b'{"task_id": "multi_turn_base_0", "protocol": {}, "actions": []}',

@@ -90,11 +90,15 @@ LABEL_GUIDELINE: Mapping[str, str] = MappingProxyType(
 NOT_FAILURES: frozenset[str] = EXCLUDED | {PASS, CORRECT_ABSTENTION, "unknown"}
 """Labels left out of the guideline prevalence denominator, as in the released code."""
 
+_QWEN_FC_REMINDER = (
+    "Each tool call MUST be a JSON object inside <tool_call>...</tool_call> tags with both "
+    '"name" and "arguments" keys, e.g. <tool_call>{"name": "<tool>", "arguments": {"<arg>": <value>}}'
+    "</tool_call>."
+)
 FORMAT_REMINDERS: Mapping[str, str] = MappingProxyType(
     {
-        "qwen_fc": "Each tool call MUST be a JSON object inside <tool_call>...</tool_call> tags with both "
-        '"name" and "arguments" keys, e.g. <tool_call>{"name": "<tool>", "arguments": {"<arg>": <value>}}'
-        "</tool_call>.",
+        "qwen_fc": _QWEN_FC_REMINDER,
+        "qwen_fc_strict_tags": _QWEN_FC_REMINDER,
         "llama3_json": 'Each tool call MUST be one JSON object with a "name" key and a "parameters" object, '
         'e.g. {"name": "<tool>", "parameters": {"<arg>": <value>}}.',
         "python_list": "Tool calls MUST be one Python-style list of calls with keyword arguments, "

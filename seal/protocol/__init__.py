@@ -3,10 +3,11 @@
 from seal.protocol.base import CallCandidate, ParsedAction, Protocol
 from seal.protocol.llama3_json import Llama3JsonProtocol
 from seal.protocol.python_list import PythonListProtocol
-from seal.protocol.qwen_fc import QwenFCProtocol
+from seal.protocol.qwen_fc import QwenFCProtocol, QwenFCStrictTagsProtocol
 
 PROTOCOLS: dict[str, type[Protocol]] = {
-    cls.name: cls for cls in (QwenFCProtocol, Llama3JsonProtocol, PythonListProtocol)
+    cls.name: cls
+    for cls in (QwenFCProtocol, QwenFCStrictTagsProtocol, Llama3JsonProtocol, PythonListProtocol)
 }
 DEFAULT_PROTOCOL = QwenFCProtocol.name
 
@@ -28,5 +29,6 @@ __all__ = [
     "Protocol",
     "PythonListProtocol",
     "QwenFCProtocol",
+    "QwenFCStrictTagsProtocol",
     "get_protocol",
 ]

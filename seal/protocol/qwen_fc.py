@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from typing import ClassVar
 
 from seal.bfcl.calls import ToolCall
 from seal.protocol.base import (
@@ -71,9 +72,15 @@ def find_blocks(text: str) -> list[tuple[int, int, str]]:
 
 
 class QwenFCProtocol(Protocol):
-    """Calls in `<tool_call>` JSON blocks, results in `<tool_response>` blocks."""
+    """Calls in `<tool_call>` JSON blocks, results in `<tool_response>` blocks.
+
+    The blocks are read as the released code reads them: tag text outside the valid blocks (a stray
+    `</tool_call>`, an opening tag with no JSON after it) is dropped with the rest of the text around
+    them, and the blocks' calls go on to the episode's checks.
+    """
 
     name = "qwen_fc"
+    rejects_stray_tags: ClassVar[bool] = False
 
     def system_prompt(self, functions: Sequence[dict], extra: str = "") -> str:
         docs = "\n".join(json.dumps(doc) for doc in functions)
@@ -99,7 +106,7 @@ class QwenFCProtocol(Protocol):
             else:
                 errors.append(found)
         outside.append(text[pos:])
-        if _has_tag_text("".join(outside)):
+        if self.rejects_stray_tags and _has_tag_text("".join(outside)):
             errors.append(STRAY_TAG)
         return ParsedAction(calls=tuple(calls), errors=tuple(errors), has_markup=True)
 
@@ -117,3 +124,13 @@ class QwenFCProtocol(Protocol):
     @staticmethod
     def _call_json(call: ToolCall) -> str:
         return json.dumps({"name": call.name, "arguments": call.arguments}).replace("</", "<\\/")
+
+
+class QwenFCStrictTagsProtocol(QwenFCProtocol):
+    """`qwen_fc` where tag text outside the valid blocks is a format error, so strict parsing rejects the
+    whole message. This project's rule until 2026-12-06; the Qwen2.5-Coder-1.5B recipe
+    (exp/learn_qwen_seal.yaml) keeps it, so that its later runs read the environment its earlier ones
+    were measured in."""
+
+    name = "qwen_fc_strict_tags"
+    rejects_stray_tags = True

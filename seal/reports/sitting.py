@@ -31,6 +31,7 @@ import pandas as pd
 
 from seal.reports.compare import read_steps
 from seal.reports.runs import CHECKPOINT_PREFIX, dump_rows, read_dump, test_scores, validation_history
+from seal.results.campaign import ARMS
 from seal.results.endings import ENDING_FIELDS, dump_row_ending
 from seal.results.pass_rate import SplitScore
 
@@ -151,9 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m seal.reports.sitting", description=__doc__.split("\n")[0]
     )
-    parser.add_argument(
-        "--arm", required=True, help="the arm's name: seal, vanilla, full_loop, no_reweighting or seal_n16"
-    )
+    parser.add_argument("--arm", required=True, choices=ARMS, help="the arm's name (exp/learn_qwen_ARM.yaml)")
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--card", required=True, help="the GPU's name, as nvidia-smi gives it")
     parser.add_argument("--gpus", type=int, required=True, help="GPUs the arm trained on")

@@ -32,7 +32,15 @@ RUNS = "runs.jsonl"
 METRICS = "metrics"
 """In a sitting's `files` folder: verl's file-logger lines (`{"step": int, "data": {...}}`), one file per
 launch, as a run folder's `metrics/` holds them."""
-ARMS = ("vanilla", "seal", "full_loop", "no_reweighting", "seal_n16")
+ARMS = (
+    "vanilla",
+    "seal",
+    "full_loop",
+    "no_reweighting",
+    "seal_n16",
+    "vanilla_released_parse",
+    "seal_released_parse",
+)
 """The campaign's arms, in the order the page shows them."""
 
 Rate = Annotated[float, Field(strict=True, ge=0.0, le=1.0)]
@@ -140,7 +148,9 @@ class Sitting:
     (the same start for every arm of the seed, so that SEAL − vanilla is paired).
 
     - `arm`: `vanilla`, `seal`, `full_loop`, `no_reweighting` (SEAL without A-Patch, the paper's ablation)
-      or `seal_n16` (SEAL with 16 rollouts a group, issue 57's one recipe change): exp/learn_qwen_ARM.yaml;
+      `seal_n16` (SEAL with 16 rollouts a group, issue 57's one recipe change), `vanilla_released_parse` or
+      `seal_released_parse` (the pair with tool calls parsed as the released code parses them):
+      exp/learn_qwen_ARM.yaml;
       `seed`: the seed of the SFT start and of the arm's draws.
     - `card`, `gpus`: the accelerator and how many the arm ran on (the arms of one seed on one count);
       `sft_gpus`: how many the seed's SFT start trained on (a node of 2 trains it on both, then runs two
@@ -165,7 +175,7 @@ class Sitting:
       metrics, `test_report.json` and `seal_steps.jsonl` (the phase times are the line's `phases`).
     """
 
-    arm: Literal["vanilla", "seal", "full_loop", "no_reweighting", "seal_n16"]
+    arm: Literal[ARMS]
     seed: Annotated[int, Field(strict=True)]
     card: Text
     gpus: Count

@@ -299,7 +299,7 @@ def test_strict_parsing_rejects_the_whole_message_and_lenient_runs_the_valid_cal
 
     lenient = Episode("multi_turn_base_0", limits=EpisodeLimits(strict=False))
     lenient.reset()
-    partial = lenient.step(text + "\n<tool_call>\n{broken\n</tool_call>")
+    partial = lenient.step(text + "\n<tool_call>\n{broken}\n</tool_call>")
     assert [call["name"] for call in partial.info["accepted"]] == ["cd"]
     assert lenient.executor.instances["GorillaFileSystem"]._current_dir.name == "document"
     contents = [message["content"] for message in partial.observation]
@@ -309,3 +309,15 @@ def test_strict_parsing_rejects_the_whole_message_and_lenient_runs_the_valid_cal
     )
     labels = lenient.finish().evidence[0]
     assert labels["rejected_messages"] == 1 and [c["accepted"] for c in labels["calls"]] == [True, False]
+
+
+@pytest.mark.parametrize(("fmt", "reward"), [("qwen_fc", 1.0), ("qwen_fc_strict_tags", 0.0)])
+def test_a_stray_closing_tag_after_each_call_is_dropped_unless_the_protocol_rejects_it(fmt, reward):
+    """The 1.5B's loop message: valid blocks, then a `</tool_call>` of no block. The released code runs the
+    blocks' calls; `qwen_fc_strict_tags` rejects every such message, so no call of the task ever runs."""
+    task = "multi_turn_base_0"
+    actions = [f"{a}\n</tool_call>" if "<tool_call>" in a else a for a in ground_truth_actions(task, fmt)]
+    result = play(task, actions, fmt)
+    assert result.reward == reward
+    calls = [call for turn in result.evidence for call in turn["calls"]]
+    assert calls and all(call["accepted"] is (reward == 1.0) for call in calls)

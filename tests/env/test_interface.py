@@ -17,6 +17,7 @@ from seal.bfcl.ground_truth import ground_truth_calls
 from seal.bfcl.schema import parameters
 from seal.bfcl.tasks import Task, get_task, load_tasks
 from seal.env.interface import (
+    FORMAT_REMINDERS,
     GUIDELINE_HEADER,
     GUIDELINES,
     LABEL_GUIDELINE,
@@ -31,6 +32,7 @@ from seal.env.interface import (
     evolve,
     pressures,
 )
+from seal.protocol import PROTOCOLS
 from seal.tocf.profile import ProfileStats
 
 REFERENCE = build_interface("reference")
@@ -338,6 +340,13 @@ def test_parse_error_hint() -> None:
     )
     assert FULL.parse_error_hint([], names) is None
     assert REFERENCE.parse_error_hint(["bad"], names) is None
+
+
+@pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
+def test_a_rejected_message_is_reminded_of_its_own_protocol_s_call_format(protocol) -> None:
+    assert FULL.parse_error_hint(["bad"], ["ls"], protocol=protocol).startswith(
+        f"[Hint] {FORMAT_REMINDERS[protocol]}"
+    )
 
 
 # -- Evolve ------------------------------------------------------------------------------------

@@ -25,12 +25,14 @@ from seal.protocol import (
     ParsedAction,
     PythonListProtocol,
     QwenFCProtocol,
+    QwenFCStrictTagsProtocol,
     get_protocol,
 )
 from seal.protocol.qwen_fc import NO_VALID_BLOCK, STRAY_TAG, find_blocks
 
 CASES = Path(__file__).resolve().parents[1] / "data" / "diagnosis_cases.jsonl"
 QWEN = QwenFCProtocol()
+STRICT_TAGS = QwenFCStrictTagsProtocol()
 LLAMA = Llama3JsonProtocol()
 PYLIST = PythonListProtocol()
 ALL = [QWEN, LLAMA, PYLIST]
@@ -48,9 +50,9 @@ def _pairs(parsed: ParsedAction) -> list[tuple[object, object]]:
 
 
 def test_registry_names_and_unknown_name():
-    assert set(PROTOCOLS) == {"qwen_fc", "llama3_json", "python_list"}
+    assert set(PROTOCOLS) == {"qwen_fc", "qwen_fc_strict_tags", "llama3_json", "python_list"}
     assert isinstance(get_protocol("qwen_fc"), QwenFCProtocol)
-    with pytest.raises(ValueError, match="llama3_json, python_list, qwen_fc"):
+    with pytest.raises(ValueError, match="llama3_json, python_list, qwen_fc, qwen_fc_strict_tags"):
         get_protocol("hermes")
 
 
@@ -156,18 +158,86 @@ def test_qwen_arguments_as_json_string_are_decoded():
         ('<tool_call>\n{"name": "cd", "arguments": ["a"]}\n</tool_call>', "must be a JSON object, got list"),
         ('<tool_call>\n{"name": "cd", "arguments": "[1]"}\n</tool_call>', "must be a JSON object, got list"),
         ('<tool_call>\n{"name": "cd", "arguments": 3}\n</tool_call>', "must be a JSON object, got int"),
-        ('<tool_call>\n{"name": "cd", "arguments": {}}\n</tool_call>\n<tool_call>\nls()', STRAY_TAG),
-        ('<tool_call>\n{"name": "cd", "arguments": {}}\n</tool_call></tool_call>', STRAY_TAG),
-        (
-            '<tool_call>\nls()\n</tool_call>\n<tool_call>\n{"name": "cd", "arguments": {}}\n</tool_call>',
-            STRAY_TAG,
-        ),
     ],
 )
 def test_qwen_format_errors_are_reported(text, message):
     parsed = QWEN.parse(text)
     assert parsed.has_markup
     assert any(message in error for error in parsed.errors), parsed.errors
+
+
+STRAY_TAGS = [
+    ('<tool_call>\n{"name": "cd", "arguments": {}}\n</tool_call>\n<tool_call>\nls()', [("cd", {})]),
+    ('<tool_call>\n{"name": "cd", "arguments": {}}\n</tool_call></tool_call>', [("cd", {})]),
+    (
+        '<tool_call>\nls()\n</tool_call>\n<tool_call>\n{"name": "cd", "arguments": {}}\n</tool_call>',
+        [("cd", {})],
+    ),
+    (  # a message the 1.5B's greedy policy sent again and again after its RL steps (docs/qwen_coder_1_5b.md)
+        '<tool_call>\n{"name": "get_stock_info", "arguments": {"symbol": "AAPL"}}\n</tool_call>\n'
+        '</tool_call>\n<tool_call>\n<tool_call>\n<tool_call>\n{"name": "remove_stock_from_watchlist", '
+        '"arguments": {"symbol": "AAPL"}}\n</tool_call>\n</tool_call>',
+        [("get_stock_info", {"symbol": "AAPL"}), ("remove_stock_from_watchlist", {"symbol": "AAPL"})],
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "calls"), STRAY_TAGS)
+def test_qwen_drops_tag_text_outside_the_valid_blocks_as_the_released_code_does(text, calls):
+    parsed = QWEN.parse(text)
+    assert parsed.has_markup and parsed.errors == () and _pairs(parsed) == calls
+
+
+@pytest.mark.parametrize(("text", "calls"), STRAY_TAGS)
+def test_qwen_strict_tags_rejects_tag_text_outside_the_valid_blocks(text, calls):
+    parsed = STRICT_TAGS.parse(text)
+    assert parsed.errors == (STRAY_TAG,) and _pairs(parsed) == calls
+
+
+def _released_parse(text: str) -> tuple[list[tuple[object, object]], bool]:
+    """The released code's strict `xml_json` parse of a message: its calls, and whether it has an error."""
+    matches = list(re.finditer(r"<tool_call>\s*\n?({.*?})\s*\n?</tool_call>", text, re.DOTALL))
+    if not matches:
+        return [], "<tool_call" in text or "</tool_call>" in text
+    calls: list[tuple[object, object]] = []
+    error = False
+    for match in matches:
+        try:
+            data = json.loads(match.group(1).strip())
+        except json.JSONDecodeError:
+            error = True
+            continue
+        if "name" not in data or "arguments" not in data or not isinstance(data["arguments"], dict):
+            error = True
+            continue
+        calls.append((data["name"], data["arguments"]))
+    return calls, error
+
+
+_CALL_TOKENS = st.sampled_from(
+    [
+        "<tool_call>",
+        "</tool_call>",
+        "\n",
+        " ",
+        "x",
+        "{",
+        "}",
+        '{"name": "cd", "arguments": {}}',
+        '{"name": "ls"}',
+    ]
+)
+
+
+@settings(max_examples=400)
+@given(st.lists(_CALL_TOKENS, max_size=24).map("".join))
+@example('<tool_call>\n{"name": "cd", "arguments": {}}\n</tool_call>\n</tool_call>')
+def test_qwen_parse_reads_a_message_as_the_released_code_does(text):
+    calls, error = _released_parse(text)
+    parsed = QWEN.parse(text)
+    assert _pairs(parsed) == calls and bool(parsed.errors) == error
+    strict = STRICT_TAGS.parse(text)
+    assert _pairs(strict) == calls and set(parsed.errors) <= set(strict.errors)
 
 
 def test_qwen_unclosed_block_before_a_valid_one_is_an_error_not_a_silent_call():

@@ -204,6 +204,7 @@ def test_the_driver_calls_the_command_with_exactly_its_flags(tmp_path, capsys):
     assert "--run" in flags and "--sft-val" not in flags
     argv = [part for flag in flags for part in (flag, "1")]
     argv[argv.index("--run") + 1] = str(tmp_path / "no_run")
+    argv[argv.index("--arm") + 1] = "seal"
     assert sitting.main(argv) == 1
     assert "no_run" in capsys.readouterr().err
 

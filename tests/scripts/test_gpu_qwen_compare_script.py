@@ -499,6 +499,7 @@ def test_evaluate_scores_one_served_folder_and_refuses_bad_calls(tmp_path):
     (scored,) = evals(record).items()
     assert scored[0] == "experiments/qwen/eval_base_val" and value(scored[1], "--split") == "val"
     assert summary(work, scored[0])["split"] == "val" and "--samples" not in scored[1]
+    assert value(scored[1], "--protocol") == "qwen_fc_strict_tags"  # as the recipe's arms read calls
     assert_servers_ended(record)
     record.unlink()
     again = script(work, env, "evaluate", model, "base", "val", "1")
