@@ -2,7 +2,8 @@
 
 A probe is one model reply carrying a value that is hard to represent or to parse: integers beyond 64
 bits or past Python's 4,300-digit limit, lone UTF-16 surrogates in a tool name, an argument or a key,
-JSON nested 60,000 deep, python_list expressions thousands of links long, messages longer than the
+JSON nested 60,000 deep, the same as the Python literals llama3_json reads where JSON fails, a set
+argument, python_list expressions thousands of links long, messages longer than the
 131,072 characters an action may have (seal/env/action_limit.py); and, in an episode with MathAPI,
 single calls that would compute for minutes (stopped at `ToolBudget.max_call_s`, 1 s by default:
 seal/bfcl/call_deadline.py) and a result past Python's 4,300 digits (the tool's error). Each is the first
@@ -169,6 +170,37 @@ PROBES: tuple[Probe, ...] = (
         "rejected",
     ),
     Probe("deep JSON", "llama3_json", "[" * DEEP + "]" * DEEP, "rejected"),
+    Probe(
+        "big int, Python literal",
+        "llama3_json",
+        f"{{'name': 'ls', 'parameters': {{'a': {BIG}}}}}",
+        "rejected",
+    ),
+    Probe(
+        "4301-digit int, Python literal",
+        "llama3_json",
+        f"{{'name': 'ls', 'parameters': {{'a': {TOO_MANY_DIGITS}}}}}",
+        "rejected",
+    ),
+    Probe(
+        "surrogate, Python literal",
+        "llama3_json",
+        "{'name': 'cd', 'parameters': {'folder': '\\ud800'}}",
+        "rejected",
+    ),
+    Probe(
+        "unary chain, Python literal",
+        "llama3_json",
+        "{'name': 'ls', 'parameters': {'a': " + "-" * 800 + "1}}",
+        "rejected",
+    ),
+    Probe("deep Python literal", "llama3_json", "{'a': " + "[" * DEEP + "]" * DEEP + "}", "rejected"),
+    Probe(
+        "set argument, Python literal",
+        "llama3_json",
+        "{'name': 'cd', 'parameters': {'folder': {'a', 'b'}}}",
+        "rejected",
+    ),
     Probe("big int", "python_list", f"[ls(a={BIG})]", "rejected"),
     Probe("negative big int", "python_list", f"[ls(a=-{BIG})]", "rejected"),
     Probe("big int, nested", "python_list", f"[echo(content={{'x': [{BIG}]}})]", "rejected"),

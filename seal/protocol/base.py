@@ -11,6 +11,7 @@ the conversation without tool-role support or tool-call ids.
 from __future__ import annotations
 
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from seal.bfcl.calls import ToolCall
 from seal.protocol.representable import first_surrogate, is_unicode, value_problem
 
 ERROR_PREFIX = "[ERROR] Invalid tool call format: "
+_LANGUAGE_TAG = re.compile(r"[A-Za-z][\w+-]*[ \t]*\n")
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,17 @@ class ParsedAction:
 
 def user_message(content: str) -> dict[str, str]:
     return {"role": "user", "content": content}
+
+
+def unfence(text: str) -> str:
+    """`text` without surrounding whitespace and Markdown backtick fences (with an optional language tag)."""
+    text = text.strip()
+    if text.startswith("`"):
+        text = text.strip("`")
+        tag = _LANGUAGE_TAG.match(text)
+        if tag:
+            text = text[tag.end() :]
+    return text.strip()
 
 
 def decode_json(text: str) -> tuple[Any, str | None]:

@@ -7,24 +7,17 @@ only and argument values with `ast.literal_eval`, so no model text is ever evalu
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Sequence
 
 from seal.bfcl.calls import ToolCall
-from seal.protocol.base import CallCandidate, ParsedAction, Protocol, unrepresentable, user_message
-
-_LANGUAGE_TAG = re.compile(r"[A-Za-z][\w+-]*[ \t]*\n")
-
-
-def unfence(text: str) -> str:
-    """`text` without surrounding whitespace and Markdown backtick fences (with an optional language tag)."""
-    text = text.strip()
-    if text.startswith("`"):
-        text = text.strip("`")
-        tag = _LANGUAGE_TAG.match(text)
-        if tag:
-            text = text[tag.end() :]
-    return text.strip()
+from seal.protocol.base import (
+    CallCandidate,
+    ParsedAction,
+    Protocol,
+    unfence,
+    unrepresentable,
+    user_message,
+)
 
 
 class _Source:

@@ -346,6 +346,77 @@ def test_llama_format_errors_are_reported(text, message):
     assert any(message in error for error in parsed.errors), parsed.errors
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '```json\n{"name": "cd", "parameters": {"folder": "a"}}\n{"name": "ls", "parameters": {}}\n```',
+        "{'name': 'cd', 'parameters': {'folder': 'a'}}; {'name': 'ls', 'parameters': {}}",
+        "[{'name': 'cd', 'parameters': {'folder': 'a'}}, {'name': 'ls', 'parameters': {}}]",
+        '{"name": "cd", "parameters": {"folder": "a"}},\n{"name": "ls", "parameters": {}}',
+        '{"function": "cd", "parameters": {"folder": "a"}}\n<|python_tag|>{"name": "ls", "arguments": {}}',
+    ],
+)
+def test_llama_reads_fences_python_literals_and_commas_as_the_references_do(text):
+    """bfcl-eval's decoder reads Python syntax, the released code a fence, Python literals and `function`."""
+    parsed = LLAMA.parse(text)
+    assert parsed.errors == ()
+    assert _pairs(parsed) == [("cd", {"folder": "a"}), ("ls", {})]
+
+
+_JSON_LEAVES = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8)
+_JSON_VALUES = st.recursive(
+    _JSON_LEAVES,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+)
+_CALLS = st.lists(
+    st.tuples(
+        st.text(min_size=1, max_size=8), st.dictionaries(st.text(max_size=6), _JSON_VALUES, max_size=3)
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+@given(_CALLS, st.sampled_from(["\n", "; ", ", "]))
+@settings(max_examples=200, deadline=None)
+def test_llama_reads_calls_written_as_python_reprs(calls, separator):
+    """What a model writing Python dicts (`repr`) means is what it gets, as under bfcl-eval's `eval`."""
+    text = separator.join(repr({"name": name, "parameters": arguments}) for name, arguments in calls)
+    parsed = LLAMA.parse(text)
+    assert parsed.errors == ()
+    assert _pairs(parsed) == calls
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>\n{"name": "cd", "arguments": {"folder": "a"}}\n</tool_call>',
+        '{"name": "cd", "parameters": {"folder": "a"}}</tool_call>',
+        "Calling it now. <tool_call>",
+    ],
+)
+def test_llama_tag_text_is_a_format_error_as_in_the_released_codes_strict_mode(text):
+    parsed = LLAMA.parse(text)
+    assert parsed.calls == ()
+    assert parsed.errors == ("Reply with raw JSON calls, not <tool_call> tags",)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{'name': 'ls', 'parameters': {'a': " + "-" * 800 + "1}}",
+        "{'name': 'ls', 'parameters': {'a': " + "[" * 5000 + "]" * 5000 + "}}",
+        "{'name': 'ls', 'parameters': {'a': " + "9" * 4301 + "}}",
+        "{'name': 'ls', 'parameters': {}}; import os",
+        "{'name': 'ls', 'parameters': {'a': x}}",
+    ],
+)
+def test_llama_a_reply_neither_json_nor_python_literals_is_a_json_error(text):
+    parsed = LLAMA.parse(text)
+    assert parsed.calls == ()
+    assert len(parsed.errors) == 1 and parsed.errors[0].startswith("Invalid tool call JSON")
+
+
 @pytest.mark.parametrize("text", ["Done.", "", "The answer is {x}.", "[]", "  []  "])
 def test_llama_plain_text_has_no_markup(text):
     assert LLAMA.parse(text) == ParsedAction()
