@@ -3,8 +3,10 @@
 A probe is one model reply carrying a value that is hard to represent or to parse: integers beyond 64
 bits or past Python's 4,300-digit limit, lone UTF-16 surrogates in a tool name, an argument or a key,
 JSON nested 60,000 deep, the same as the Python literals llama3_json reads where JSON fails, a set
-argument, python_list expressions thousands of links long, messages longer than the
-131,072 characters an action may have (seal/env/action_limit.py); and, in an episode with MathAPI,
+argument, thousands of malformed calls beside 120 well-formed ones in one message (the rejection names
+16 of its problems, and each call's evidence holds that text), python_list expressions thousands of
+links long, messages longer than the 131,072 characters an action may have
+(seal/env/action_limit.py); and, in an episode with MathAPI,
 single calls that would compute for minutes (stopped at `ToolBudget.max_call_s`, 1 s by default:
 seal/bfcl/call_deadline.py) and a result past Python's 4,300 digits (the tool's error). Each is the first
 step of an episode (in both modes), which is then finished, on the in-process store, the HTTP service
@@ -220,6 +222,18 @@ PROBES: tuple[Probe, ...] = (
         "rejected",
     ),
     Probe("over-long answer", "python_list", OVER_LONG, "rejected"),
+    Probe(
+        "thousands of malformed calls",
+        "qwen_fc",
+        _qwen('{"name": "ls", "arguments": {}}') * 120 + _qwen('{"x": 1}') * 3_000,
+        "rejected",
+    ),
+    Probe(
+        "thousands of malformed calls",
+        "llama3_json",
+        '{"name": "ls", "parameters": {}}\n' * 120 + "{}\n" * 30_000,
+        "rejected",
+    ),
     Probe("over-long, escaped", "llama3_json", ESCAPED_OVER_LONG, "rejected"),
     _math("logarithm to 250,000 digits", "logarithm(value=2, base=10, precision=250000)", "stopped", STOPPED),
     _math("square root to 10^6 digits", "square_root(number=2, precision=1000000)", "stopped", STOPPED),

@@ -22,6 +22,7 @@ from seal.bfcl.verifier import FORCE_TERMINATED, Verdict, official_verdict, turn
 from seal.env.action_limit import kept_action, over_long
 from seal.env.budget import OUT_OF_MEMORY_READING, OUT_OF_MEMORY_RUNNING, BudgetMeter, ToolBudget
 from seal.env.interface import RAW, Interface
+from seal.env.problem_report import problem_text, reported_problems
 from seal.protocol import DEFAULT_PROTOCOL, Protocol, get_protocol
 from seal.protocol.base import CallCandidate, ParsedAction
 from seal.protocol.representable import unicode_text
@@ -241,7 +242,7 @@ class Episode:
         try:
             return ToolCall(name, candidate.arguments)
         except InvalidCallError as exc:
-            return str(exc)
+            return problem_text(str(exc))
 
     def _act(
         self, index: int, parsed: ParsedAction, turn: _Turn, info: dict[str, Any]
@@ -269,13 +270,15 @@ class Episode:
         turn.steps.append(step)
         if parsed.errors:
             turn.rejected_messages += 1
-            return [*self.protocol.observation(results), *self.protocol.error_observation(parsed.errors)]
+            errors = reported_problems(parsed.errors)
+            return [*self.protocol.observation(results), *self.protocol.error_observation(errors)]
         return self.protocol.observation(results)
 
     def _reject(
         self, index: int, parsed: ParsedAction, turn: _Turn, problems: list[str], info: dict[str, Any]
     ) -> list[dict[str, str]]:
         turn.rejected_messages += 1
+        problems = reported_problems(problems)
         reason = "; ".join(problems)
         for candidate in parsed.calls:
             turn.calls.append(
