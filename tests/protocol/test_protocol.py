@@ -363,25 +363,49 @@ def test_llama_reads_fences_python_literals_and_commas_as_the_references_do(text
     assert _pairs(parsed) == [("cd", {"folder": "a"}), ("ls", {})]
 
 
-_JSON_LEAVES = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8)
+_TEXT = st.text(alphabet=st.characters(exclude_characters=";", exclude_categories=("Cs",)), max_size=6)
+"""Without `;`: bfcl-eval's decoder splits a reply holding one on it, strings included."""
 _JSON_VALUES = st.recursive(
-    _JSON_LEAVES,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
 )
 _CALLS = st.lists(
     st.tuples(
-        st.text(min_size=1, max_size=8), st.dictionaries(st.text(max_size=6), _JSON_VALUES, max_size=3)
+        st.text(min_size=1, max_size=8).filter(lambda name: ";" not in name),
+        st.dictionaries(_TEXT, _JSON_VALUES, max_size=3),
     ),
-    min_size=1,
+    min_size=2,
     max_size=3,
 )
+_LLAMA_FORMS = {
+    "JSON objects joined by `;`": lambda objects: "; ".join(json.dumps(o) for o in objects),
+    "a Python list": repr,
+    "Python objects joined by `,`": lambda objects: ", ".join(repr(o) for o in objects),
+}
 
 
-@given(_CALLS, st.sampled_from(["\n", "; ", ", "]))
-@settings(max_examples=200, deadline=None)
-def test_llama_reads_calls_written_as_python_reprs(calls, separator):
-    """What a model writing Python dicts (`repr`) means is what it gets, as under bfcl-eval's `eval`."""
-    text = separator.join(repr({"name": name, "parameters": arguments}) for name, arguments in calls)
+def _bfcl_llama_decode(text: str) -> list[tuple[object, object]]:
+    """bfcl-eval's Llama-3.1 decoder (its `eval` only ever sees text this test wrote)."""
+    from bfcl_eval.model_handler.local_inference.llama_3_1 import LlamaHandler_3_1
+
+    return [next(iter(call.items())) for call in LlamaHandler_3_1.decode_ast(None, text, "Python", False)]
+
+
+@given(_CALLS, st.sampled_from(sorted(_LLAMA_FORMS)))
+@settings(max_examples=300, deadline=None)
+def test_llama_reads_a_reply_as_bfcl_evals_llama_decoder_does(calls, form):
+    text = _LLAMA_FORMS[form]([{"name": name, "parameters": arguments} for name, arguments in calls])
+    parsed = LLAMA.parse(text)
+    assert parsed.errors == ()
+    assert _pairs(parsed) == _bfcl_llama_decode(text) == calls
+
+
+@given(_CALLS)
+@settings(max_examples=100, deadline=None)
+def test_llama_reads_python_objects_one_a_line(calls):
+    """The form the instructions ask for, one object a line, in Python syntax (bfcl-eval's decoder
+    cannot read lines: its `eval` takes one expression)."""
+    text = "\n".join(repr({"name": name, "parameters": arguments}) for name, arguments in calls)
     parsed = LLAMA.parse(text)
     assert parsed.errors == ()
     assert _pairs(parsed) == calls
