@@ -1,21 +1,21 @@
 """Hostile tool-call values on every environment backend: each must come back as a scored action.
 
-A probe is one model reply carrying a value that is hard to represent or to parse: integers beyond 64
-bits or past Python's 4,300-digit limit, lone UTF-16 surrogates in a tool name, an argument or a key,
-JSON nested 60,000 deep, the same as the Python literals llama3_json reads where JSON fails, a set
-argument, thousands of malformed calls beside 120 well-formed ones in one message (the rejection names
-16 of its problems, and each call's evidence holds that text), python_list expressions thousands of
-links long, messages longer than the 131,072 characters an action may have
-(seal/env/action_limit.py); and, in an episode with MathAPI,
-single calls that would compute for minutes (stopped at `ToolBudget.max_call_s`, 1 s by default:
-seal/bfcl/call_deadline.py) and a result past Python's 4,300 digits (the tool's error). Each is the first
-step of an episode (in both modes), which is then finished, on the in-process store, the HTTP service
-and Ray environment actors. A probe passes when the step answers as expected (an error observation the
-model reads, the call stopped, or, for a value that is legitimately executable, the call executed), the
-episode scores 0, step and finish each answer within `BOUND_S`, and the answers equal the in-process
-store's. The first table counts, per backend, what the agent loop would have turned into a failure: 5xx
-answers, other refusals (each an `env_error` trajectory) and exceptions; the second gives the MathAPI
-probes' slowest step and finish seconds (of the two modes) per backend.
+A probe is one model reply carrying a value that is hard to represent or to parse: integers beyond 64 bits
+or past Python's 4,300-digit limit, lone UTF-16 surrogates in a tool name, an argument or a key, JSON
+nested 60,000 deep, the same as the Python literals llama3_json reads where JSON fails, a set argument,
+thousands of malformed calls beside 120 well-formed ones in one message (the rejection names 16 of its
+problems, and each call's evidence holds that text), python_list expressions thousands of links long,
+messages longer than the 131,072 characters an action may have (seal/env/action_limit.py); and, in an
+episode with MathAPI, single calls that would compute for minutes (stopped at `ToolBudget.max_call_s`, 1 s
+by default: seal/bfcl/call_deadline.py) and a result past Python's 4,300 digits (the tool's error). Each
+is the first step of an episode (in both modes), which is then finished, on the in-process store, the HTTP
+service and Ray environment actors. A probe passes when the step answers as expected (an error observation
+the model reads, the call stopped, or, for a value that is legitimately executable, the call executed),
+the episode scores 0 with a result of at most `RESULT_BOUND_CHARS` characters of JSON, step and finish
+each answer within `BOUND_S`, and the answers equal the in-process store's. The first table counts, per
+backend, what the agent loop would have turned into a failure: 5xx answers, other refusals (each an
+`env_error` trajectory) and exceptions; the second gives the MathAPI probes' slowest step and finish
+seconds (of the two modes) per backend.
 
 A run takes about a minute: each stopped call waits out its deadline (4 calls, 2 modes, 3 backends and
 the kept-alive connection: ~30 s), the HTTP service and the Ray start, ~10 s each.
@@ -65,6 +65,10 @@ OVER_LONG = "x" * (MAX_ACTION_CHARS + 1)
 ESCAPED_OVER_LONG = "\x01" * (MAX_ACTION_CHARS + 1)
 """A control character is 6 bytes JSON-escaped: the longest body a SEAL client sends, under 1 MiB."""
 BOUND_S = 3.0
+RESULT_BOUND_CHARS = 4 * MAX_ACTION_CHARS
+"""The most JSON an episode of one hostile message may finish with: the message kept, what it was told and
+its calls' evidence, never copies of the message's text per call (before the bound on a rejection's text,
+one message finished as 490 MB)."""
 """Seconds a probe's step, and its finish, may take: a stopped call answers in about its 1 s deadline."""
 STOPPED = "was stopped"
 TOO_MANY_DIGITS_SHOWN = "digits a number may show"
@@ -263,6 +267,9 @@ class Outcome:
         step, result = self.step or {}, self.result or {}
         info = step.get("info", {})
         observation = step.get("observation", [])
+        result_chars = len(json.dumps(result))
+        if result_chars > RESULT_BOUND_CHARS:
+            return f"the episode result holds {result_chars:,} characters of JSON"
         if self.probe.says not in "".join(message["content"] for message in observation):
             return f"the observation does not say {self.probe.says!r}: {observation!r:.200}"
         if self.probe.expect == "rejected":
