@@ -1,7 +1,7 @@
 """What a rejected message is told, bounded, whatever the message holds.
 
-One message of `MAX_ACTION_CHARS` characters can hold thousands of malformed calls (`{}` is two
-characters of one), and the released code's wording lists every problem: 30,000 of them made a 2 MB
+One message of `MAX_ACTION_CHARS` characters can hold thousands of malformed calls (a nameless `{}` takes
+two characters), and the released code's wording lists every problem: 30,000 of them made a 2 MB
 observation and, copied into each call's evidence, an episode result of 490 MB of JSON. A rejection
 reports the first `MAX_REPORTED_PROBLEMS` problems, each cut at `MAX_PROBLEM_CHARS` characters, then how
 many more there were; a message with fewer, shorter problems reads exactly as the released code words it.
