@@ -39,7 +39,8 @@
 # alone saved), arm_startup +
 # arm_steps + test (one launch of exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs,
 # greedy val before (the start's val in the line) and after, the 300 test tasks before and after in the same
-# launch, seal.test_before and seal.test_after; no checkpoint), then one line appended to experiments/qwen/runs.jsonl
+# launch, seal.test_before and seal.test_after (TEST_BEFORE=0: the test after alone, about 45 s less on one GPU,
+# for a seed whose start another line has tested); no checkpoint), then one line appended to experiments/qwen/runs.jsonl
 # (seal/reports/sitting.py) and the small files in experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as
 # results/qwen_coder_1_5b/ARM_sSEED_DATE/. Several arms (`vanilla,seal`) share the one install and start, each
 # line counting those once, as a sitting of that arm alone would spend them; they run at once where the GPUs
@@ -337,7 +338,8 @@ timed() {  # timed DIR PHASE COMMAND...: the command unless DIR/PHASE holds its 
 
 arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPU_LIST RUN: the arm with val and test before and after;
   # vLLM without torch.compile (no_compile): a sitting's 16 steps do not earn back what compiling costs a bare node
-  local steps=${STEPS:-16}
+  local steps=${STEPS:-16} test_before=true
+  [ "${TEST_BEFORE:-1}" = 0 ] && test_before=false
   [ -f "experiments/$5/trained.json" ] && return 0
   # a launch a job's limit stopped has no checkpoint to resume: it is set aside, so its metrics do not count
   [ -d "experiments/$5" ] && mv "experiments/$5" "experiments/$5.stopped_$(date -u +%Y%m%dT%H%M%SZ)"
@@ -345,7 +347,7 @@ arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPU_LIST RUN: the arm with val 
     actor_rollout_ref.model.path="$3" seed="$2" trainer.experiment_name="$5" \
     trainer.n_gpus_per_node=$(gpu_count "$4") \
     trainer.total_training_steps="$steps" trainer.total_epochs=$(((steps + 7) / 8)) trainer.test_freq="$steps" \
-    trainer.save_freq=-1 seal.test_before=true seal.test_after=true 'trainer.logger=[console,file]' "$no_compile" \
+    trainer.save_freq=-1 seal.test_before="$test_before" seal.test_after=true 'trainer.logger=[console,file]' "$no_compile" \
     > "$state/$5.log" 2>&1
 }
 

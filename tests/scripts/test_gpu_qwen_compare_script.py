@@ -563,6 +563,17 @@ def test_a_sitting_trains_the_start_then_the_arm_with_its_test_and_writes_the_li
     assert (work / "experiments/qwen/runs.jsonl").read_text() == line
 
 
+def test_test_before_0_plays_the_test_after_the_steps_alone(tmp_path):
+    work, record, env = project(tmp_path)
+    done = script(
+        work, {**env, "NGPUS": "1", "TEST_BEFORE": "0"}, "sitting", str(tmp_path / "model"), "seal", "2"
+    )
+    assert done.returncode == 0, done.stderr
+    _, arm = launches(record)
+    assert "seal.test_before=false" in arm["argv"] and "seal.test_after=true" in arm["argv"]
+    assert value(arm["argv"], "--conf") == "exp/learn_qwen_seal.yaml"
+
+
 def test_a_sitting_s_start_scored_afterwards_on_one_gpu_keeps_the_count_it_trained_on(tmp_path):
     work, record, env = project(tmp_path)
     model = str(tmp_path / "model")
