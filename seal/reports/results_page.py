@@ -625,12 +625,13 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
 
 
 def readme_row(campaign: Campaign) -> str:
-    """The model's row of the README's result table, on test: the SFT start, then each arm (mean ± std)."""
+    """The model's row of the README's result table, on test: the SFT start, then each arm (mean ± std), with
+    the steps and seeds of those two arms alone (a variant's shorter run is on the page, not in the row)."""
     sittings = counted(campaign.sittings)
     arms = by_arm(sittings)
     rows = {row["model"]: row["Avg"] for row in table1_rows(campaign) if row["split"] == "test"}
     after = [rows[f"+ {ARM_NAMES[arm]}"] if arms[arm] else NO_SITTING for arm in ("vanilla", "seal")]
-    steps = "/".join(sorted({str(s.steps) for s in sittings}))
+    steps = "/".join(sorted({str(s.steps) for arm in ("vanilla", "seal") for s in arms[arm]}))
     seeds = min(len(arms[arm]) for arm in ("vanilla", "seal"))
     trained = f", {steps} steps, {seeds} seed(s)" if sittings else ""
     name = f"{campaign.base.model} (base {100 * campaign.base.test:.1f}) after an SFT start{trained}"

@@ -461,11 +461,16 @@ def test_a_sitting_whose_start_trained_on_more_gpus_than_its_arm_says_so_in_its_
 
 
 @pytest.mark.parametrize(
-    ("arm", "name"), [("no_reweighting", "SEAL w/o reweighting"), ("seal_n16", "SEAL, 16 rollouts")]
+    ("arm", "name", "steps"),
+    [
+        ("no_reweighting", "SEAL w/o reweighting", 4),
+        ("seal_n16", "SEAL, 16 rollouts", 4),
+        ("seal_released_parse", "SEAL, released parsing", 2),  # a shorter run: not in the README row's steps
+    ],
 )
-def test_a_variant_arm_has_its_rows_and_leaves_the_verdict_as_it_was(tmp_path, arm, name):
+def test_a_variant_arm_has_its_rows_and_leaves_the_verdict_as_it_was(tmp_path, arm, name, steps):
     lines = campaign_lines()
-    variant = sitting(random.Random(5), arm, 2)
+    variant = sitting(random.Random(5), arm, 2) | {"steps": steps}
     plain = read_campaign(write_results(tmp_path / "plain", lines))
     campaign = read_campaign(write_results(tmp_path / "varied", [*lines, variant]))
     rows = {(row["model"], row["split"]): row for row in results_page.table1_rows(campaign)}
