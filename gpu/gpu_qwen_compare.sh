@@ -67,6 +67,9 @@ window=16384  # Table 4's max_model_len: the evaluations read the window the arm
 
 log() { echo "$(date -u +%H:%M:%S) $*"; }
 gpu_count() { echo $(($(tr -cd , <<< "$1" | wc -c) + 1)); }  # gpu_count 0,1,2 -> 3
+revision() {  # the commit a line ran, "-dirty" where tracked files differ from it: the line names the code it ran
+  git describe --always --dirty --abbrev=7 --exclude='*' 2>/dev/null || echo unknown
+}
 
 port() {  # port GPU: the vLLM port of this start (slot, 0 unless starts share GPUs) on that GPU
   echo $((8100 + $1 + 16 * ${slot:-0}))
@@ -192,7 +195,7 @@ score_checkpoint() {  # score_checkpoint EXP FOLDER GPU TRAINED_ON MIXED [OVERRI
   [ $status = 0 ] || return 1
   "$py" - "$dest" "$exp" "$step" "$trained_on" "$(nvidia-smi --query-gpu=name --format=csv,noheader -i "$gpu")" \
     "$(cat "$state/$exp.train_s" 2>/dev/null || echo 0)" $((SECONDS - began)) "${share:-1}" "$*" \
-    "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" >> "$state/starts.jsonl" <<'PY'
+    "$(revision)" >> "$state/starts.jsonl" <<'PY'
 import datetime, json, os, pathlib, sys, yaml
 dest, exp, step, gpus, card, train_s, score_s, share, overrides, commit = sys.argv[1:]
 shipped = yaml.safe_load(open("exp/sft_qwen.yaml"))["trainer"]["total_training_steps"]
@@ -426,7 +429,7 @@ one_arm() {  # one_arm ARM SEED SFT_FOLDER GPU_LIST CARD DIR: the arm's launch, 
   if [ ! -f "$6/line.json" ]; then
     "$py" -m seal.reports.sitting --arm "$1" --seed "$2" --card "$5" --gpus "$(gpu_count "$4")" \
       --run "experiments/$run" --sft-gpus "$(cat "$state/sft_qwen_s$2.gpus" 2>/dev/null)" \
-      --phases "$6/phases" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+      --phases "$6/phases" --commit "$(revision)" \
       --task-scores "$6/task_scores.csv" > "$6/line.json.partial" && mv "$6/line.json.partial" "$6/line.json" || return 1
     cat "$6/line.json" >> "$state/runs.jsonl"
   fi

@@ -104,8 +104,9 @@ class SftStart:
     labelled `pass`, the mean over the four categories: some 450 turns, where the pass rate counts 100
     episodes that pass only if all their turns do (absent where not measured). `train_s` (the whole run that
     saved it) and `score_s` are seconds (`score_s` null where not timed), `date` ISO, `commit` the project's
-    commit. `gpu_shared_by` counts the starts that trained at once on the same GPUs (absent for a start alone
-    on its GPUs): its seconds are then not those of a start alone. `seed_per_draw` marks sampled measures
+    commit (`-dirty` after it where tracked files differed from it). `gpu_shared_by` counts the starts that
+    trained at once on the same GPUs (absent for a start alone on its GPUs): its seconds are then not those of
+    a start alone. `seed_per_draw` marks sampled measures
     taken when `seal eval` sent one seed with every request of a draw (before commit 66f9b74): vLLM then gave
     every reply of the draw the same noise, so a draw's episodes passed or failed together and the spread over
     draws is the seeds'.
@@ -167,7 +168,8 @@ class Sitting:
       null, since the step metrics hold no mixed share per category.
     - `steps`: GRPO steps run; `mixed_share_mean`: the mean over steps of the share of groups whose rewards
       are mixed (`seal/groups/mixed_share`); `sitting_s`: seconds from a bare node to the results.
-    - `date` (ISO), `commit` (the project's commit the sitting ran).
+    - `date` (ISO), `commit` (the project's commit the sitting ran, `-dirty` after it where tracked files
+      differed from it).
     - `files`: a folder under results/<model>/ with the sitting's small files: `metrics/*.jsonl`, the
       trainer's per-step metrics as verl's file logger writes them (the run folder's `metrics/` copied:
       `seal/reward/mean`, `seal/groups/mixed_share`, `seal/apatch/scale_{min,mean,max}`,

@@ -574,6 +574,24 @@ def test_test_before_0_plays_the_test_after_the_steps_alone(tmp_path):
     assert value(arm["argv"], "--conf") == "exp/learn_qwen_seal.yaml"
 
 
+@pytest.mark.parametrize("edited", [False, True], ids=["committed", "edited"])
+def test_a_line_names_the_commit_it_ran_and_says_dirty_where_the_tree_differs(tmp_path, edited):
+    work, record, env = project(tmp_path)
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for step in (["init", "-q"], ["add", "gpu", "exp"], ["commit", "-qm", "recipe"]):
+        subprocess.run([*git, *step], check=True)
+    head = subprocess.run(
+        [*git, "rev-parse", "--short=7", "HEAD"], check=True, capture_output=True, text=True
+    )
+    if edited:
+        with (work / "exp" / "learn_qwen_seal.yaml").open("a") as recipe:
+            recipe.write("# edited after the commit\n")
+    done = script(work, {**env, "NGPUS": "1"}, "sitting", str(tmp_path / "model"), "seal", "1")
+    assert done.returncode == 0, done.stderr
+    (report,) = [c["argv"] for c in calls(record) if c["argv"][:2] == ["-m", "seal.reports.sitting"]]
+    assert value(report, "--commit") == head.stdout.strip() + ("-dirty" if edited else "")
+
+
 def test_a_sitting_s_start_scored_afterwards_on_one_gpu_keeps_the_count_it_trained_on(tmp_path):
     work, record, env = project(tmp_path)
     model = str(tmp_path / "model")
