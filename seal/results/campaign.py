@@ -106,10 +106,9 @@ class SftStart:
     saved it) and `score_s` are seconds (`score_s` null where not timed), `date` ISO, `commit` the project's
     commit (`-dirty` after it where tracked files differed from it). `gpu_shared_by` counts the starts that
     trained at once on the same GPUs (absent for a start alone on its GPUs): its seconds are then not those of
-    a start alone. `seed_per_draw` marks sampled measures
-    taken when `seal eval` sent one seed with every request of a draw (before commit 66f9b74): vLLM then gave
-    every reply of the draw the same noise, so a draw's episodes passed or failed together and the spread over
-    draws is the seeds'.
+    a start alone. `seed_per_draw` marks sampled measures taken when `seal eval` sent one seed with every
+    request of a draw (before commit 66f9b74): vLLM then gave every reply of the draw the same noise, so a
+    draw's episodes passed or failed together and the spread over draws is the seeds'.
     """
 
     recipe: Text
