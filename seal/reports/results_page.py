@@ -33,11 +33,13 @@ from seal.bfcl.tasks import CATEGORIES
 from seal.reports.compare import markdown, mean_std, metrics_lines, pm, read_steps
 from seal.reports.episode_endings import ending_rows
 from seal.reports.guideline_changes import guideline_legend, guideline_rows
+from seal.reports.loop_kinds import loop_kind_rows
 from seal.reports.runs import STEPS_FILE
 from seal.reports.sitting import TASK_SCORES
 from seal.reports.start_spread import VAL_BAR, recipe_starts, spread_rows, spread_verdict
 from seal.reports.update_signals import signal_rows
 from seal.results.campaign import ARMS, Campaign, CampaignError, Sitting
+from seal.results.endings import REPEATED_CHARS
 from seal.results.tables import SHORT_NAMES
 
 BEGIN = (
@@ -84,6 +86,16 @@ ENDINGS_NOTE = (
     "all their LLM calls (BFCL's 20 a turn, or the rollout's limit), and the replies an episode took. A "
     "policy that learnt to send a rejected message again fails such tasks at the call limit; sittings "
     "before these were kept are left out."
+)
+
+LOOPS_NOTE = (
+    "What each looping greedy episode after training resends: its repeated message (the first "
+    f"{REPEATED_CHARS} characters of `{TASK_SCORES}`'s `repeated`) read by both tool-call rules and set "
+    "against the functions its task offers at its start. Stray tags: a format error only under the "
+    "stray-tag rule (`qwen_fc_strict_tags`), blocks the released code would run; malformed: a format error "
+    "under both; unavailable function: a call of a function the task withholds until a later turn or does "
+    "not have (a made-up name), which the environment answers as not available; offered functions: the "
+    "rest. Sittings before the repeated message was kept are left out."
 )
 
 GUIDELINES_NOTE = (
@@ -574,6 +586,13 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
             for s in members
         ]
     )
+    loops = loop_kind_rows(
+        [
+            (ARM_NAMES[s.arm], s.seed, campaign.folder / s.files / TASK_SCORES)
+            for members in by_arm(sittings).values()
+            for s in members
+        ]
+    )
     signals = signal_rows([(ARM_NAMES[c.sitting.arm], c.sitting.seed, c.steps) for c in ordered])
     sections = [
         (
@@ -610,6 +629,12 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
             f"{ENDINGS_NOTE}\n\n{markdown(endings)}"
             if endings
             else f"{ENDINGS_NOTE}\n\nNone yet: no sitting's `{TASK_SCORES}` records how its episodes ended.",
+        ),
+        (
+            "What the loops resend",
+            f"{LOOPS_NOTE}\n\n{markdown(loops)}"
+            if loops
+            else f"{LOOPS_NOTE}\n\nNone yet: no sitting's `{TASK_SCORES}` keeps a looping episode's message.",
         ),
         ("Curves", picture),
         ("A-Patch's factors on mixed groups", f"{factors}\n\n{apatch}" if apatch else f"{factors}\n\n{none}"),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from seal.bfcl.tasks import CATEGORIES, split_ids
+from seal.bfcl.tasks import CATEGORIES, get_task, split_ids
 from seal.env.interface import GUIDELINES
 from seal.reports import results_page
 from seal.reports import sitting as sitting_module
@@ -337,6 +337,29 @@ def test_the_endings_section_reads_each_sitting_s_task_scores_in_the_arms_order(
     seal = "| SEAL | 1 | val (2) | 0% → 50% | 0% → 50% | 5.0 → 12.0 |"
     assert vanilla in page and seal in page and page.index(vanilla) < page.index(seal)
     assert "None yet: no sitting's" not in page
+
+
+def test_the_loops_section_sorts_each_sitting_s_looping_messages_in_the_arms_order(tmp_path):
+    lines = campaign_lines()
+    results = write_results(tmp_path, lines)
+    empty = results_page.render(read_campaign(results), [], "f.png")
+    assert "## What the loops resend" in empty
+    assert "None yet: no sitting's `task_scores.csv` keeps a looping episode's message." in empty
+    call = '<tool_call>\n{"name": "%s", "arguments": {}}\n</tool_call>'
+    tasks = split_ids("val")[:2]
+    offered = [get_task(t).functions[0]["name"] for t in tasks]
+    for line, messages in (
+        (lines[3], [call % offered[0] + "</tool_call>", call % "no_such_function"]),  # SEAL 1
+        (lines[0], [call % offered[0], call % offered[1]]),  # vanilla 1
+    ):
+        rows = [("val", "after", t, 0.0, 20, True, True, m) for t, m in zip(tasks, messages, strict=True)]
+        frame = pd.DataFrame(rows, columns=sitting_module.TASK_SCORE_COLUMNS)
+        frame.to_csv(results / line["files"] / "task_scores.csv", index=False)
+    page = results_page.render(read_campaign(results), [], "f.png")
+    vanilla = "| vanilla | 1 | 2 val | 0 | 0 | 0 | 2 |"
+    seal = "| SEAL | 1 | 2 val | 1 | 0 | 1 | 0 |"
+    assert vanilla in page and seal in page and page.index(vanilla) < page.index(seal)
+    assert "keeps a looping episode's message" not in page
 
 
 def test_the_guidelines_section_shows_each_closed_loop_sitting_s_changes_and_their_text(tmp_path):
