@@ -318,6 +318,12 @@ def test_a_task_scores_file_without_a_test_before_counts_no_flips_and_a_broken_o
         results_page.flip_rows(read_campaign(results))
 
 
+def write_scored_episodes(results: Path, line: dict, rows: list[tuple]) -> None:
+    """A sitting's task_scores.csv of those rows, in the columns a sitting writes (endings included)."""
+    frame = pd.DataFrame(rows, columns=sitting_module.TASK_SCORE_COLUMNS)
+    frame.to_csv(results / line["files"] / "task_scores.csv", index=False)
+
+
 def test_the_endings_section_reads_each_sitting_s_task_scores_in_the_arms_order(tmp_path):
     lines = campaign_lines()
     results = write_results(tmp_path, lines)
@@ -330,8 +336,7 @@ def test_the_endings_section_reads_each_sitting_s_task_scores_in_the_arms_order(
             ("val", "after", t, 0.0, 20 if looped else 4, looped, looped, "[ls()]" if looped else None)
             for t, looped in zip(split_ids("val")[:2], looped_after, strict=True)
         ]
-        frame = pd.DataFrame(rows, columns=sitting_module.TASK_SCORE_COLUMNS)
-        frame.to_csv(results / line["files"] / "task_scores.csv", index=False)
+        write_scored_episodes(results, line, rows)
     page = results_page.render(read_campaign(results), [], "f.png")
     vanilla = "| vanilla | 1 | val (2) | 0% → 100% | 0% → 100% | 5.0 → 20.0 |"
     seal = "| SEAL | 1 | val (2) | 0% → 50% | 0% → 50% | 5.0 → 12.0 |"
@@ -353,8 +358,7 @@ def test_the_loops_section_sorts_each_sitting_s_looping_messages_in_the_arms_ord
         (lines[0], [call % offered[0], call % offered[1]]),  # vanilla 1
     ):
         rows = [("val", "after", t, 0.0, 20, True, True, m) for t, m in zip(tasks, messages, strict=True)]
-        frame = pd.DataFrame(rows, columns=sitting_module.TASK_SCORE_COLUMNS)
-        frame.to_csv(results / line["files"] / "task_scores.csv", index=False)
+        write_scored_episodes(results, line, rows)
     page = results_page.render(read_campaign(results), [], "f.png")
     vanilla = "| vanilla | 1 | 2 val | 0 | 0 | 0 | 2 |"
     seal = "| SEAL | 1 | 2 val | 1 | 0 | 1 | 0 |"
