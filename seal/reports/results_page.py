@@ -515,14 +515,14 @@ def starts_section(campaign: Campaign) -> str:
 
 def curves_figure(curves: Sequence[Curves]) -> object:
     """Train reward, mixed-group share and greedy val (%) per step: one line per sitting, a colour per arm
-    and a line style per seed."""
+    and a line style per seed, the legend below the panels so that it hides no line."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 5))
     styles = ("-", "--", ":", "-.")
     for curve in curves:
         s = curve.sitting
@@ -537,8 +537,10 @@ def curves_figure(curves: Sequence[Curves]) -> object:
         ax.set_title(title)
         ax.set_xlabel("training step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    rows = -(-len(labels) // 5)
+    fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05 * rows, 1, 1))
     return fig
 
 
