@@ -324,10 +324,15 @@ def write_scored_episodes(results: Path, line: dict, rows: list[tuple]) -> None:
     frame.to_csv(results / line["files"] / "task_scores.csv", index=False)
 
 
-def test_the_endings_section_reads_each_sitting_s_task_scores_in_the_arms_order(tmp_path):
+def unscored_campaign(folder: Path) -> tuple[list[dict], Path, str]:
+    """A campaign whose sittings kept no task_scores.csv: its lines, its results folder and its page."""
     lines = campaign_lines()
-    results = write_results(tmp_path, lines)
-    empty = results_page.render(read_campaign(results), [], "f.png")
+    results = write_results(folder, lines)
+    return lines, results, results_page.render(read_campaign(results), [], "f.png")
+
+
+def test_the_endings_section_reads_each_sitting_s_task_scores_in_the_arms_order(tmp_path):
+    lines, results, empty = unscored_campaign(tmp_path)
     assert "## How the greedy episodes ended, before → after training" in empty
     assert "None yet: no sitting's `task_scores.csv` records how its episodes ended." in empty
     for line, looped_after in ((lines[3], [True, False]), (lines[0], [True, True])):  # SEAL 1, vanilla 1
@@ -345,9 +350,7 @@ def test_the_endings_section_reads_each_sitting_s_task_scores_in_the_arms_order(
 
 
 def test_the_loops_section_sorts_each_sitting_s_looping_messages_in_the_arms_order(tmp_path):
-    lines = campaign_lines()
-    results = write_results(tmp_path, lines)
-    empty = results_page.render(read_campaign(results), [], "f.png")
+    lines, results, empty = unscored_campaign(tmp_path)
     assert "## What the loops resend" in empty
     assert "None yet: no sitting's `task_scores.csv` keeps a looping episode's message." in empty
     call = '<tool_call>\n{"name": "%s", "arguments": {}}\n</tool_call>'
