@@ -166,7 +166,7 @@ def seed_starts(sittings: Sequence[Sitting], split: str) -> tuple[list[float], l
 def table1_rows(campaign: Campaign) -> list[dict[str, str]]:
     """Per split: the base model, the SFT start (the starts the campaign's arms trained from, one a seed, mean
     ± std over the seeds; a variant's start, trained again, leaves it as it was) and each arm after training
-    (mean ± std over its seeds), per category and Avg (%)."""
+    (mean ± std over its seeds, with its steps: a shorter run reads as one), per category and Avg (%)."""
     base, sittings = campaign.base, counted(campaign.sittings)
     arms, rows = by_arm(sittings), []
     for split in ("val", "test"):
@@ -190,8 +190,14 @@ def table1_rows(campaign: Campaign) -> list[dict[str, str]]:
             cells = _cells(
                 [getattr(s, key) for s in members], [getattr(s, f"{key}_by_category") for s in members]
             )
+            steps = "/".join(sorted({str(s.steps) for s in members}, key=int))
             rows.append(
-                {"model": f"+ {ARM_NAMES[arm]}", "split": split, **cells, "n": f"{len(members)} seed(s)"}
+                {
+                    "model": f"+ {ARM_NAMES[arm]}",
+                    "split": split,
+                    **cells,
+                    "n": f"{len(members)} seed(s), {steps} steps",
+                }
             )
     return rows
 

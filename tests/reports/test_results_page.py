@@ -505,7 +505,8 @@ def test_a_variant_arm_has_its_rows_and_leaves_the_verdict_as_it_was(tmp_path, a
     campaign = read_campaign(write_results(tmp_path / "varied", [*lines, variant]))
     rows = {(row["model"], row["split"]): row for row in results_page.table1_rows(campaign)}
     assert rows[f"+ {name}", "test"]["Avg"] == f"{100 * variant['test_after']:.1f} ± —"
-    assert rows[f"+ {name}", "val"]["n"] == "1 seed(s)"
+    assert rows[f"+ {name}", "val"]["n"] == f"1 seed(s), {steps} steps"
+    assert rows["+ SEAL", "val"]["n"] == f"3 seed(s), {lines[0]['steps']} steps"
     assert all(row["model"] != f"+ {name}" for row in results_page.table1_rows(plain))
     assert variant["val_before"] != lines[1]["val_before"]  # its start, trained again, scored apart
     starts = [row for row in results_page.table1_rows(campaign) if row["model"] == "SFT start"]
