@@ -39,7 +39,7 @@
 # alone saved), arm_startup +
 # arm_steps + test (one launch of exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs,
 # greedy val before (the start's val in the line) and after, the 300 test tasks before and after in the same
-# launch, seal.test_before and seal.test_after (TEST_BEFORE=0: the test after alone, about 45 s less on one GPU,
+# launch, seal.test_before and seal.test_after (TEST_BEFORE=0: the test after alone, 20-30 s less on one GPU,
 # for a seed whose start another line has tested); no checkpoint), then one line appended to experiments/qwen/runs.jsonl
 # (seal/reports/sitting.py) and the small files in experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as
 # results/qwen_coder_1_5b/ARM_sSEED_DATE/. Several arms (`vanilla,seal`) share the one install and start, each
