@@ -544,9 +544,9 @@ def curves_figure(curves: Sequence[Curves]) -> object:
         ax.set_xlabel("training step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     handles, labels = axes[0].get_legend_handles_labels()
-    rows = -(-len(labels) // 5)
-    fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.05 * rows, 1, 1))
+    columns = 5
+    fig.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05 * math.ceil(len(labels) / columns), 1, 1))
     return fig
 
 
