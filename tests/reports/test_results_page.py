@@ -331,6 +331,13 @@ def unscored_campaign(folder: Path) -> tuple[list[dict], Path, str]:
     return lines, results, results_page.render(read_campaign(results), [], "f.png")
 
 
+def assert_vanilla_then_seal(results: Path, vanilla: str, seal: str, gone: str) -> None:
+    """The page of `results` shows vanilla's row, then SEAL's, and no longer the text `gone`."""
+    page = results_page.render(read_campaign(results), [], "f.png")
+    assert vanilla in page and seal in page and page.index(vanilla) < page.index(seal)
+    assert gone not in page
+
+
 def test_the_endings_section_reads_each_sitting_s_task_scores_in_the_arms_order(tmp_path):
     lines, results, empty = unscored_campaign(tmp_path)
     assert "## How the greedy episodes ended, before → after training" in empty
@@ -342,11 +349,12 @@ def test_the_endings_section_reads_each_sitting_s_task_scores_in_the_arms_order(
             for t, looped in zip(split_ids("val")[:2], looped_after, strict=True)
         ]
         write_scored_episodes(results, line, rows)
-    page = results_page.render(read_campaign(results), [], "f.png")
-    vanilla = "| vanilla | 1 | val (2) | 0% → 100% | 0% → 100% | 5.0 → 20.0 |"
-    seal = "| SEAL | 1 | val (2) | 0% → 50% | 0% → 50% | 5.0 → 12.0 |"
-    assert vanilla in page and seal in page and page.index(vanilla) < page.index(seal)
-    assert "None yet: no sitting's" not in page
+    assert_vanilla_then_seal(
+        results,
+        "| vanilla | 1 | val (2) | 0% → 100% | 0% → 100% | 5.0 → 20.0 |",
+        "| SEAL | 1 | val (2) | 0% → 50% | 0% → 50% | 5.0 → 12.0 |",
+        gone="None yet: no sitting's",
+    )
 
 
 def test_the_loops_section_sorts_each_sitting_s_looping_messages_in_the_arms_order(tmp_path):
@@ -362,11 +370,12 @@ def test_the_loops_section_sorts_each_sitting_s_looping_messages_in_the_arms_ord
     ):
         rows = [("val", "after", t, 0.0, 20, True, True, m) for t, m in zip(tasks, messages, strict=True)]
         write_scored_episodes(results, line, rows)
-    page = results_page.render(read_campaign(results), [], "f.png")
-    vanilla = "| vanilla | 1 | 2 val | 0 | 0 | 0 | 2 |"
-    seal = "| SEAL | 1 | 2 val | 1 | 0 | 1 | 0 |"
-    assert vanilla in page and seal in page and page.index(vanilla) < page.index(seal)
-    assert "keeps a looping episode's message" not in page
+    assert_vanilla_then_seal(
+        results,
+        "| vanilla | 1 | 2 val | 0 | 0 | 0 | 2 |",
+        "| SEAL | 1 | 2 val | 1 | 0 | 1 | 0 |",
+        gone="keeps a looping episode's message",
+    )
 
 
 def test_the_guidelines_section_shows_each_closed_loop_sitting_s_changes_and_their_text(tmp_path):
