@@ -163,6 +163,11 @@ def seed_starts(sittings: Sequence[Sitting], split: str) -> tuple[list[float], l
     return means, categories
 
 
+def step_counts(sittings: Sequence[Sitting]) -> str:
+    """The sittings' numbers of steps, each once, smallest first: "16", or "8/16" where they differ."""
+    return "/".join(str(steps) for steps in sorted({s.steps for s in sittings}))
+
+
 def table1_rows(campaign: Campaign) -> list[dict[str, str]]:
     """Per split: the base model, the SFT start (the starts the campaign's arms trained from, one a seed, mean
     ± std over the seeds; a variant's start, trained again, leaves it as it was) and each arm after training
@@ -190,13 +195,12 @@ def table1_rows(campaign: Campaign) -> list[dict[str, str]]:
             cells = _cells(
                 [getattr(s, key) for s in members], [getattr(s, f"{key}_by_category") for s in members]
             )
-            steps = "/".join(sorted({str(s.steps) for s in members}, key=int))
             rows.append(
                 {
                     "model": f"+ {ARM_NAMES[arm]}",
                     "split": split,
                     **cells,
-                    "n": f"{len(members)} seed(s), {steps} steps",
+                    "n": f"{len(members)} seed(s), {step_counts(members)} steps",
                 }
             )
     return rows
@@ -587,20 +591,12 @@ def render(campaign: Campaign, curves: Sequence[Curves], figure: str) -> str:
     )
     apatch = markdown(apatch_rows(curves))
     ordered = sorted(curves, key=lambda c: (ARMS.index(c.sitting.arm), c.sitting.seed))
-    endings = ending_rows(
-        [
-            (ARM_NAMES[s.arm], s.seed, campaign.folder / s.files / TASK_SCORES)
-            for members in by_arm(sittings).values()
-            for s in members
-        ]
-    )
-    loops = loop_kind_rows(
-        [
-            (ARM_NAMES[s.arm], s.seed, campaign.folder / s.files / TASK_SCORES)
-            for members in by_arm(sittings).values()
-            for s in members
-        ]
-    )
+    task_scores = [
+        (ARM_NAMES[s.arm], s.seed, campaign.folder / s.files / TASK_SCORES)
+        for members in by_arm(sittings).values()
+        for s in members
+    ]
+    endings, loops = ending_rows(task_scores), loop_kind_rows(task_scores)
     signals = signal_rows([(ARM_NAMES[c.sitting.arm], c.sitting.seed, c.steps) for c in ordered])
     sections = [
         (
@@ -664,7 +660,7 @@ def readme_row(campaign: Campaign) -> str:
     arms = by_arm(sittings)
     rows = {row["model"]: row["Avg"] for row in table1_rows(campaign) if row["split"] == "test"}
     after = [rows[f"+ {ARM_NAMES[arm]}"] if arms[arm] else NO_SITTING for arm in ("vanilla", "seal")]
-    steps = "/".join(sorted({str(s.steps) for arm in ("vanilla", "seal") for s in arms[arm]}))
+    steps = step_counts([s for arm in ("vanilla", "seal") for s in arms[arm]])
     seeds = min(len(arms[arm]) for arm in ("vanilla", "seal"))
     trained = f", {steps} steps, {seeds} seed(s)" if sittings else ""
     name = f"{campaign.base.model} (base {100 * campaign.base.test:.1f}) after an SFT start{trained}"

@@ -101,14 +101,14 @@ class SftStart:
     `val_pass_at_1` and `val_pass_at_n` are the val tasks' pass@1 and pass@N over `val_samples` samples at T=1
     each: 100 x N episodes, a steadier measure than 100 greedy ones for telling close starts apart (absent
     where not measured). `val_turns_passing` is the share of the greedy val episodes' ground-truth turns
-    labelled `pass`, the mean over the four categories: some 450 turns, where the pass rate counts 100
-    episodes that pass only if all their turns do (absent where not measured). `train_s` (the whole run that
-    saved it) and `score_s` are seconds (`score_s` null where not timed), `date` ISO, `commit` the project's
-    commit (`-dirty` after it where tracked files differed from it). `gpu_shared_by` counts the starts that
-    trained at once on the same GPUs (absent for a start alone on its GPUs): its seconds are then not those of
-    a start alone. `seed_per_draw` marks sampled measures taken when `seal eval` sent one seed with every
-    request of a draw (before commit 66f9b74): vLLM then gave every reply of the draw the same noise, so a
-    draw's episodes passed or failed together and the spread over draws is the seeds'.
+    labelled `pass`, the mean over the four categories: the val split's 406 turns, where the pass rate counts
+    100 episodes that pass only if all their turns do (absent where not measured). `train_s` (the whole run
+    that saved it) and `score_s` are seconds (`score_s` null where not timed), `date` ISO, `commit` the
+    project's commit (`-dirty` after it where tracked files differed from it). `gpu_shared_by` counts the
+    starts that trained at once on the same GPUs (absent for a start alone on its GPUs): its seconds are then
+    not those of a start alone. `seed_per_draw` marks sampled measures taken when `seal eval` sent one seed
+    with every request of a draw (before commit 66f9b74): vLLM then gave every reply of the draw the same
+    noise, so a draw's episodes passed or failed together and the spread over draws is the seeds'.
     """
 
     recipe: Text

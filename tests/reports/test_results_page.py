@@ -587,3 +587,13 @@ def test_the_starts_section_sets_the_shipped_recipes_starts_side_by_side_before_
         ["| 2", "1"],
     ]
     assert every.count("| `exp/sft.yaml") == 3
+
+
+def test_step_counts_name_each_length_once_in_numeric_order(tmp_path):
+    lines = [
+        sitting(random.Random(seed), "seal", seed) | {"steps": steps}
+        for seed, steps in ((1, 16), (2, 8), (3, 16))
+    ]
+    campaign = read_campaign(write_results(tmp_path, lines))
+    assert results_page.step_counts(campaign.sittings) == "8/16"
+    assert results_page.step_counts(campaign.sittings[::2]) == "16"
