@@ -40,7 +40,10 @@
 # arm_steps + test (one launch of exp/learn_qwen_ARM.yaml: STEPS steps (16), the batch of 8 x 8 on 2 or 4 GPUs,
 # greedy val before (the start's val in the line) and after, the 300 test tasks before and after in the same
 # launch, seal.test_before and seal.test_after (TEST_BEFORE=0: the test after alone, 20-30 s less on one GPU,
-# for a seed whose start another line has tested); no checkpoint), then one line appended to experiments/qwen/runs.jsonl
+# for a seed whose start another line has tested; FINISH_BY=UNIX_TIME: seal.finish_by, the steps ended early
+# enough for the last one's validation and test to be over by then, the line then saying the steps it ran: the
+# job's end less what follows the launch, a minute or two, about 240 s more with SCORE_START); no checkpoint),
+# then one line appended to experiments/qwen/runs.jsonl
 # (seal/reports/sitting.py) and the small files in experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as
 # results/qwen_coder_1_5b/ARM_sSEED_DATE/. Several arms (`vanilla,seal`) share the one install and start, each
 # line counting those once, as a sitting of that arm alone would spend them; they run at once where the GPUs
@@ -341,8 +344,9 @@ timed() {  # timed DIR PHASE COMMAND...: the command unless DIR/PHASE holds its 
 
 arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPU_LIST RUN: the arm with val and test before and after;
   # vLLM without torch.compile (no_compile): a sitting's 16 steps do not earn back what compiling costs a bare node
-  local steps=${STEPS:-16} test_before=true
+  local steps=${STEPS:-16} test_before=true finish=()
   [ "${TEST_BEFORE:-1}" = 0 ] && test_before=false
+  [ -n "${FINISH_BY:-}" ] && finish=(seal.finish_by="$FINISH_BY")
   [ -f "experiments/$5/trained.json" ] && return 0
   # a launch a job's limit stopped has no checkpoint to resume: it is set aside, so its metrics do not count
   [ -d "experiments/$5" ] && mv "experiments/$5" "experiments/$5.stopped_$(date -u +%Y%m%dT%H%M%SZ)"
@@ -351,7 +355,7 @@ arm_launch() {  # arm_launch ARM SEED SFT_FOLDER GPU_LIST RUN: the arm with val 
     trainer.n_gpus_per_node=$(gpu_count "$4") \
     trainer.total_training_steps="$steps" trainer.total_epochs=$(((steps + 7) / 8)) trainer.test_freq="$steps" \
     trainer.save_freq=-1 seal.test_before="$test_before" seal.test_after=true 'trainer.logger=[console,file]' "$no_compile" \
-    > "$state/$5.log" 2>&1
+    "${finish[@]}" > "$state/$5.log" 2>&1
 }
 
 split_arm_phases() {  # split_arm_phases RUN DIR: the launch's seconds into start-up, steps and test, from its metrics

@@ -72,6 +72,15 @@ class SealSettings:
     test split in the same launch: the start's test score, the baseline `test_after` is paired with (300
     tasks move less between equal models than the 100 val tasks). Dumped as `<run>/test/global_step_0/0.jsonl`
     and logged as `test/...` metrics at step 0; it writes no test report. Needs `trainer.val_before_train`."""
+    finish_by: float | None = None
+    """Unix time (seconds) by which the launch must be over, its last validation and test pass included: a
+    cluster job's end, less what the job does after the launch. At the end of each step the next is made the
+    last where one more step after it (the longest so far) and the closing passes (as long as the validation
+    before the first step, and the test pass there or, without one, estimated from the validation task for
+    task) would end later; the first step is the last where the closing passes alone would. The run then ends
+    as a shorter run does, its last step validated and tested, with fewer steps than
+    `trainer.total_training_steps` (the learning-rate schedule keeps the planned length). None: every step
+    runs. Needs `trainer.val_before_train` (seal/trainer/rl/finish_by.py)."""
 
     def __post_init__(self) -> None:
         if self.taxonomy not in TAXONOMIES:
@@ -81,6 +90,8 @@ class SealSettings:
                 f"seal.attention must be one of {list(ATTENTION_CHOICES)}, got {self.attention!r}"
             )
         validate_priority(self.priority)
+        if self.finish_by is not None and self.finish_by <= 0:
+            raise ValueError(f"seal.finish_by must be a Unix time in seconds, got {self.finish_by!r}")
         if self.interface.adapt and self.rollout.env_backend == "inprocess":
             raise ValueError(
                 "seal.interface.adapt needs seal.rollout.env_backend=http or ray (in-process stores never "

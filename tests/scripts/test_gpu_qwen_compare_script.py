@@ -574,6 +574,17 @@ def test_test_before_0_plays_the_test_after_the_steps_alone(tmp_path):
     assert value(arm["argv"], "--conf") == "exp/learn_qwen_seal.yaml"
 
 
+@pytest.mark.parametrize("finish_by", ["", "1900000000"], ids=["unset", "a job's end"])
+def test_finish_by_reaches_the_arm_s_launch_as_seal_finish_by_and_nothing_without_it(tmp_path, finish_by):
+    work, record, env = project(tmp_path)
+    settings = {**env, "NGPUS": "1"} | ({"FINISH_BY": finish_by} if finish_by else {})
+    done = script(work, settings, "sitting", str(tmp_path / "model"), "seal", "2")
+    assert done.returncode == 0, done.stderr
+    _, arm = launches(record)
+    given = [arg for arg in arm["argv"] if arg.startswith("seal.finish_by")]
+    assert given == ([f"seal.finish_by={finish_by}"] if finish_by else [])
+
+
 @pytest.mark.parametrize("edited", [False, True], ids=["committed", "edited"])
 def test_a_line_names_the_commit_it_ran_and_says_dirty_where_the_tree_differs(tmp_path, edited):
     work, record, env = project(tmp_path)

@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -176,6 +177,53 @@ def test_a_bad_task_or_setting_is_refused_in_one_line(tmp_path, task, settings, 
     done = sitting(tmp_path, task, **settings)
     assert done.returncode == 2 and done.stdout == "" and named in done.stderr
     assert done.stderr.startswith("qwen_sittings.sbatch: ") and done.stderr.count("\n") == 1
+
+
+def with_squeue(tmp_path: Path, says: str) -> dict[str, str]:
+    """Settings whose PATH finds a `squeue` that prints `says` for the job's end, in UTC."""
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    squeue = folder / "squeue"
+    squeue.write_text(f"#!/bin/sh\necho '{says}'\n")
+    squeue.chmod(0o755)
+    return {"PATH": f"{folder}:{os.environ['PATH']}", "TZ": "UTC"}
+
+
+JOB_END = int(datetime(2026, 12, 7, 4, 30, tzinfo=UTC).timestamp())
+
+
+@pytest.mark.parametrize(
+    ("settings", "finish_by"),
+    [
+        ({}, JOB_END - 120),
+        ({"FINISH_MARGIN": "400"}, JOB_END - 400),
+        ({"FINISH_BY": "1900000000"}, 1900000000),
+    ],
+    ids=["the job's end less two minutes", "less the margin asked", "as given"],
+)
+def test_the_sitting_makes_room_for_its_last_step_before_the_job_s_end(tmp_path, settings, finish_by):
+    done = sitting(tmp_path, "4", **with_squeue(tmp_path, "2026-12-07T04:30:00"), **settings)
+    assert done.returncode == 0, done.stderr
+    command = shlex.split(done.stdout.strip()[2:])
+    assert command[:2] == ["env", f"FINISH_BY={finish_by}"]
+    assert command[2:] == ["bash", "gpu/gpu_qwen_compare.sh", "sitting", str(tmp_path / "model"), "seal", "2"]
+
+
+@pytest.mark.parametrize("says", ["N/A", "", "Unknown"])
+def test_where_squeue_cannot_say_the_job_s_end_the_steps_run_as_planned(tmp_path, says):
+    done = sitting(tmp_path, "0", **with_squeue(tmp_path, says))
+    assert done.returncode == 0, done.stderr
+    assert shlex.split(done.stdout.strip()[2:])[:2] == ["bash", "gpu/gpu_qwen_compare.sh"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [({"FINISH_BY": "soon"}, "FINISH_BY=soon"), ({"FINISH_MARGIN": "2m"}, "FINISH_MARGIN=2m")],
+)
+def test_a_finish_by_or_margin_that_is_not_seconds_is_refused_in_one_line(tmp_path, settings, named):
+    done = sitting(tmp_path, "0", **settings)
+    assert done.returncode == 2 and done.stdout == "" and named in done.stderr
+    assert done.stderr.count("\n") == 1
 
 
 def test_with_a_kit_the_model_folder_is_the_one_the_install_builds(tmp_path):

@@ -222,6 +222,15 @@ def test_before_problem(config: DictConfig, settings: SealSettings) -> str | Non
     )
 
 
+def finish_by_problem(config: DictConfig, settings: SealSettings) -> str | None:
+    if settings.finish_by is None or config.trainer.get("val_before_train", True) is True:
+        return None
+    return (
+        f"trainer.val_before_train={config.trainer.val_before_train}: with seal.finish_by, allowed: true "
+        "(the validation before the first step times the closing passes the last step must leave room for)"
+    )
+
+
 def test_after_problem(config: DictConfig, settings: SealSettings) -> str | None:
     test_freq = config.trainer.test_freq
     if not settings.test_after or (type(test_freq) is int and test_freq >= 1):
@@ -416,6 +425,13 @@ RULES: tuple[Rule, ...] = (
         "the test pass follows the last step's validation, which verl runs only then",
         "config",
         test_after_problem,
+    ),
+    Rule(
+        ("seal.finish_by", "trainer.val_before_train"),
+        "with seal.finish_by: val_before_train true",
+        "the closing validation and test pass are timed on those before the first step",
+        "config",
+        finish_by_problem,
     ),
     Rule(
         ("seal.test_before", "trainer.val_before_train"),

@@ -8,7 +8,8 @@ written back, and C_t goes to the environment service, whose Evolve(Ω, C_t) mak
 exactly, its whole state: seal/trainer/rl/resume_omega.py);
 every step's profile, ρ and Ω are also appended to `<run>/seal_steps.jsonl`. With `seal.test_after` the
 last step's validation is followed by a greedy pass over the test split in the same launch (`_validate`), and
-with `seal.test_before` the validation before the first step is too.
+with `seal.test_before` the validation before the first step is too. With `seal.finish_by` the steps end
+early enough for the last one's validation and test pass to be over by then (seal/trainer/rl/finish_by.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 import torch
 import transfer_queue as tq
 from omegaconf import DictConfig, open_dict
@@ -45,6 +47,7 @@ from seal.results.pass_rate import MISSING, missing_rows, score_rows
 from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
 from seal.trainer.rl.closed_loop import ClosedLoop
 from seal.trainer.rl.env_failures import check_env_error_share
+from seal.trainer.rl.finish_by import FinishBy, closing_seconds
 from seal.trainer.rl.resume_omega import restore_omega
 from seal.trainer.rl.state_record import read_state
 from seal.trainer.rl.trajectory import TrajectoryFields
@@ -89,6 +92,8 @@ class SealPPOTrainer(PPOTrainerSync):
         ground-truth episodes are played through every node's actors."""
         self.seal_settings = settings_from_config(self.config)
         self.closed_loop = ClosedLoop(self.seal_settings)
+        deadline = self.seal_settings.finish_by
+        self.finish_by = FinishBy(deadline) if deadline is not None else None
         if self.seal_settings.rollout.env_backend == "ray":
             self._start_env_actors()
 
@@ -129,6 +134,32 @@ class SealPPOTrainer(PPOTrainerSync):
     def on_validate_begin(self) -> None:
         super().on_validate_begin()
         self._keep_env_fleet()
+
+    def on_train_begin(self) -> None:
+        super().on_train_begin()
+        if self.finish_by is not None and self.finish_by.first_step_is_last(time.time()):
+            self._make_last(self.global_steps, self.finish_by)
+
+    def on_step_end(self) -> None:
+        """verl's weight update, then, with `seal.finish_by`, whether the next step must be the last: verl
+        reads `total_training_steps` when a step begins, so the decision is one step ahead."""
+        super().on_step_end()
+        if self.finish_by is not None and self.finish_by.next_step_is_last(time.time()):
+            self._make_last(self.global_steps + 1, self.finish_by)
+
+    def _make_last(self, step: int, finish_by: FinishBy) -> None:
+        if step >= self.total_training_steps:
+            return
+        logger.warning(
+            "seal.finish_by: step %d is the last of %d planned (%.0f s left; the longest step %.0f s, the "
+            "closing validation and test about %.0f s)",
+            step,
+            self.total_training_steps,
+            finish_by.deadline - time.time(),
+            finish_by.longest_step_s,
+            finish_by.closing_s or 0.0,
+        )
+        self.total_training_steps = step
 
     def _keep_env_fleet(self) -> None:
         """With `ray`, before episodes are played: dead actors are replaced, and a dead fleet (its actors
@@ -231,12 +262,26 @@ class SealPPOTrainer(PPOTrainerSync):
     def _validate(self) -> dict[str, float]:
         """verl's validation; with `seal.test_after` the last step's is followed by the test pass, with
         `seal.test_before` the one before the first step of a fresh launch (step 0)."""
+        started = time.perf_counter()
         metrics = super()._validate()
+        val_s, test_s = time.perf_counter() - started, None
         if self.seal_settings.test_before and self.global_steps == 0:
-            metrics.update(self._test_pass(None))
+            tested = self._test_pass(None)
+            metrics.update(tested)
+            test_s = tested["timing_s/test"]
         if self.seal_settings.test_after and self.global_steps >= self.total_training_steps:
             metrics.update(self._test_pass(metrics["val-core/seal/pass_rate_mean"]))
+        if self.finish_by is not None and self.finish_by.closing_s is None:
+            self.finish_by.closing_s = self._closing_seconds(val_s, test_s)
         return metrics
+
+    def _closing_seconds(self, val_s: float, test_s: float | None) -> float:
+        """The launch's first validation (and test pass) timed: what those after its last step will take."""
+        tests = self.seal_settings.test_after
+        test_tasks = pq.read_metadata(TEST_FILE).num_rows if tests and test_s is None else 0
+        test_freq = self.config.trainer.test_freq
+        validates = type(test_freq) is int and test_freq >= 1
+        return closing_seconds(val_s, test_s, len(self.val_dataset), test_tasks, validates, tests)
 
     def _test_pass(self, reported_val_mean: float | None) -> dict[str, float]:
         """verl's validation pass again, over the test split: the same agent loop and rollout servers, the

@@ -3,9 +3,7 @@ test split, dumped and reported where `--test` puts a checkpoint's; `seal.test_b
 the first step is followed by one too, dumped at step 0 and not reported; with the options off nothing of
 them runs.
 
-verl's own validation pass (agent loop, rollout servers, TransferQueue) needs GPUs, so it is stood in for by
-`scripted_validate`, which scores the tasks verl's loader yields and hands them to SealPPOTrainer's dump and
-metrics as verl does; the loaders themselves are verl's, over the real parquet files."""
+verl's own validation pass needs GPUs: `tests.support.scripted_validation` stands in for it."""
 
 from __future__ import annotations
 
@@ -13,61 +11,29 @@ import json
 import re
 
 import pytest
-from torchdata.stateful_dataloader import StatefulDataLoader
-from verl.trainer.ppo.utils import create_rl_dataset
 from verl.trainer.ppo.v1 import trainer_base
-from verl.utils.dataset.rl_dataset import collate_fn
 
-from seal.bfcl.tasks import CATEGORIES, split_ids
-from seal.dataset import parquet_bytes
+from seal.bfcl.tasks import split_ids
 from seal.reports import runs
 from seal.trainer.experiment import PROJECT_ROOT, ExperimentError, check_values, compose_experiment
 from seal.trainer.rl import trainer as trainer_module
 from seal.trainer.rl.trainer import TEST_AFTER_RULE, SealPPOTrainer
-from seal.trainer.settings import settings_from_config
-from tests.support.chatml import chatml_tokenizer
+from tests.support.scripted_validation import (
+    bare_trainer,
+    expected_mean,
+    scripted_validate,
+    write_split_files,
+)
 
 STEPS = 3
 TEST_FREQ = 2  # validations at steps 0, 2 and 3 (verl validates the last step too)
 
 
-def passes(task_id: str) -> bool:
-    """The scripted model: it solves the tasks whose number is a multiple of 3."""
-    return int(task_id.rsplit("_", 1)[1]) % 3 == 0
-
-
-def expected_mean(split: str) -> float:
-    rates = []
-    for category in CATEGORIES:
-        ids = [t for t in split_ids(split) if t.startswith(f"{category}_")]
-        rates.append(sum(passes(t) for t in ids) / len(ids))
-    return sum(rates) / len(rates)
-
-
-def scripted_validate(self: SealPPOTrainer) -> dict[str, float]:
-    """Stands in for verl's `_validate`: each task of the loader played once, scored by `passes`, its rows
-    dumped to `trainer.validation_data_dir` and scored through `_val_metrics_update`."""
-    task_ids, sources = [], []
-    for batch in self.val_dataloader:
-        task_ids += [str(reward["ground_truth"]) for reward in batch["reward_model"]]
-        sources += [str(source) for source in batch["data_source"]]
-    self.loaders_played.append(task_ids)
-    scores = [float(passes(task_id)) for task_id in task_ids]
-    extra = {"reward": scores, "task_id": task_ids}
-    n = len(task_ids)
-    self._dump_generations(
-        [""] * n, [""] * n, task_ids, scores, extra, self.config.trainer.validation_data_dir
-    )
-    return self._val_metrics_update(sources, [f"u{i}" for i in range(n)], extra, [1] * n)
-
-
 @pytest.fixture
 def make_trainer(tmp_path, monkeypatch):
-    for split in ("val", "test"):
-        (tmp_path / f"bfcl_{split}.parquet").write_bytes(parquet_bytes(split))
+    write_split_files(tmp_path)
     monkeypatch.setattr(trainer_module, "TEST_FILE", tmp_path / "bfcl_test.parquet")
     monkeypatch.setattr(trainer_base.PPOTrainer, "_validate", scripted_validate)
-    tokenizer = chatml_tokenizer(["hello world"], vocab_size=300)
 
     def make(test_after: bool, test_before: bool = False) -> SealPPOTrainer:
         config = compose_experiment(
@@ -81,18 +47,7 @@ def make_trainer(tmp_path, monkeypatch):
                 "data.filter_overlong_prompts=false",  # the stand-in tokenizer spells prompts out
             ],
         )
-        trainer = object.__new__(SealPPOTrainer)
-        trainer.config = config
-        trainer.seal_settings = settings_from_config(config)
-        trainer.tokenizer, trainer.processor = tokenizer, None
-        trainer.val_dataset = create_rl_dataset(
-            [str(tmp_path / "bfcl_val.parquet")], config.data, tokenizer, None, is_train=False
-        )
-        trainer.val_dataloader = StatefulDataLoader(trainer.val_dataset, batch_size=50, collate_fn=collate_fn)
-        trainer.total_training_steps = STEPS
-        trainer.loaders_played = []
-        trainer._init_dump_executor()
-        return trainer
+        return bare_trainer(config, tmp_path, STEPS)
 
     return make
 
