@@ -42,7 +42,8 @@
 # launch, seal.test_before and seal.test_after (TEST_BEFORE=0: the test after alone, 20-30 s less on one GPU,
 # for a seed whose start another line has tested; FINISH_BY=UNIX_TIME: seal.finish_by, the steps ended early
 # enough for the last one's validation and test to be over by then, the line then saying the steps it ran: the
-# job's end less what follows the launch, a minute or two, about 240 s more with SCORE_START); no checkpoint),
+# job's end less what follows the launch, a minute or two, about 240 s more with SCORE_START; arms in turn
+# each take an equal share of the time left); no checkpoint),
 # then one line appended to experiments/qwen/runs.jsonl
 # (seal/reports/sitting.py) and the small files in experiments/qwen/sitting_ARM_sSEED.tar.gz, laid out as
 # results/qwen_coder_1_5b/ARM_sSEED_DATE/. Several arms (`vanilla,seal`) share the one install and start, each
@@ -372,6 +373,13 @@ whole = int((phases / "arm").read_text())
 PY
 }
 
+arm_finish_by() {  # arm_finish_by ARMS_LEFT: the next arm's share of the time to FINISH_BY (empty without it)
+  [ -n "${FINISH_BY:-}" ] || return 0
+  local now
+  now=$(date +%s)
+  echo $((now + (FINISH_BY - now) / $1))
+}
+
 shared_start() {  # shared_start SEED GPUS: the seed's SFT start, trained once however many sittings ask at once
   # (the lock on a shared disk: a second sitting of the seed waits, then finds it trained)
   ( flock 9 && train_start "s$1" "$2" 9>&- ) 9> "$state/sft_qwen_s$1.lock"
@@ -409,8 +417,8 @@ sitting() {  # sitting MODEL ARMS SEED: arms (comma-separated) x one seed on thi
     if [ "$together" = 1 ]; then
       one_arm "${names[i]}" "$seed" "$folder" "$(IFS=,; echo "${ids[*]:$((i * gpus / n)):$((gpus / n))}")" \
         "$card" "$dir" & pids+=($!)
-    else
-      one_arm "${names[i]}" "$seed" "$folder" "$list" "$card" "$dir" || return 1
+    else  # in turn: with FINISH_BY, each arm gets an equal share of the time left to the arms still to run
+      FINISH_BY=$(arm_finish_by $((n - i))) one_arm "${names[i]}" "$seed" "$folder" "$list" "$card" "$dir" || return 1
     fi
   done
   for i in "${pids[@]}"; do wait "$i" || failed=1; done

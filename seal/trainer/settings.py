@@ -73,14 +73,15 @@ class SealSettings:
     tasks move less between equal models than the 100 val tasks). Dumped as `<run>/test/global_step_0/0.jsonl`
     and logged as `test/...` metrics at step 0; it writes no test report. Needs `trainer.val_before_train`."""
     finish_by: float | None = None
-    """Unix time (seconds) by which the launch must be over, its last validation and test pass included: a
-    cluster job's end, less what the job does after the launch. At the end of each step the next is made the
-    last where one more step after it (the longest so far) and the closing passes (as long as the validation
-    before the first step, and the test pass there or, without one, estimated from the validation task for
-    task) would end later; the first step is the last where the closing passes alone would. The run then ends
-    as a shorter run does, its last step validated and tested, with fewer steps than
-    `trainer.total_training_steps` (the learning-rate schedule keeps the planned length). None: every step
-    runs. Needs `trainer.val_before_train` (seal/trainer/rl/finish_by.py)."""
+    """Unix time (seconds) by which the launch must be over: a cluster job's end, less what the job does after
+    the launch. At the end of each step the next is made the last where a validation due now, one more step
+    after the next (each as long as the longest so far) and what follows the last step (its validation and
+    test pass, as long as those before the first step took, the test estimated from the validation task for
+    task where none ran there, and its checkpoint, as long as the longest save so far) would end later; the
+    first step is the last where, a step taken as long as those closing passes, even that would. The run then
+    ends as a shorter run does, its last step validated, tested and saved, with `ended_early.json` in its
+    folder (a resumed launch trains on to the planned last step); the learning-rate schedule keeps the
+    planned length. None: every step runs. Needs `trainer.val_before_train` (seal/trainer/rl/finish_by.py)."""
 
     def __post_init__(self) -> None:
         if self.taxonomy not in TAXONOMIES:

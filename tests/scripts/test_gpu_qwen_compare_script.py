@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tarfile
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -736,6 +737,29 @@ def test_a_sitting_of_two_arms_trains_one_start_then_the_arms_each_line_counting
     assert {value(r, "--sft-gpus") for r in reports} == {settings["NGPUS"]}  # the start's count
     lines = [json.loads(line) for line in (work / "experiments/qwen/runs.jsonl").read_text().splitlines()]
     assert sorted(line["arm"] for line in lines) == ["seal", "vanilla"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "shares"),
+    [({"NGPUS": "2"}, (1, 1)), ({"NGPUS": "2", "ARMS_AT_ONCE": "0"}, (2, 1))],
+    ids=["at once, each to the end", "in turn, the first half the time left"],
+)
+def test_arms_in_turn_split_the_time_to_finish_by_and_arms_at_once_share_it(tmp_path, settings, shares):
+    work, record, env = project(tmp_path)
+    finish_by = int(time.time()) + 10_000
+    done = script(
+        work,
+        {**env, **settings, "FINISH_BY": str(finish_by)},
+        "sitting",
+        str(tmp_path / "model"),
+        "vanilla,seal",
+        "2",
+    )
+    assert done.returncode == 0, done.stderr
+    _, first, second = launches(record)
+    for launch, share in zip((first, second), shares, strict=True):
+        (given,) = [int(arg.split("=")[1]) for arg in launch["argv"] if arg.startswith("seal.finish_by=")]
+        assert abs(given - (finish_by - 10_000 + 10_000 // share)) <= 5  # the seconds the stand-ins took
 
 
 def test_two_seeds_pairs_share_a_node_of_four_each_on_the_gpus_gpus_lists(tmp_path):

@@ -9,7 +9,6 @@ import os
 import re
 import shlex
 import subprocess
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -180,16 +179,19 @@ def test_a_bad_task_or_setting_is_refused_in_one_line(tmp_path, task, settings, 
 
 
 def with_squeue(tmp_path: Path, says: str) -> dict[str, str]:
-    """Settings whose PATH finds a `squeue` that prints `says` for the job's end, in UTC."""
+    """Settings whose PATH finds a `squeue` that prints the job's end as `says` where asked for it in
+    seconds (SLURM_TIME_FORMAT=%s, squeue's strftime format), and a date otherwise."""
     folder = tmp_path / "bin"
     folder.mkdir(exist_ok=True)
     squeue = folder / "squeue"
-    squeue.write_text(f"#!/bin/sh\necho '{says}'\n")
+    squeue.write_text(
+        f"#!/bin/sh\n[ \"$SLURM_TIME_FORMAT\" = %s ] && echo '{says}' || echo 2026-12-07T04:30:00\n"
+    )
     squeue.chmod(0o755)
-    return {"PATH": f"{folder}:{os.environ['PATH']}", "TZ": "UTC"}
+    return {"PATH": f"{folder}:{os.environ['PATH']}"}
 
 
-JOB_END = int(datetime(2026, 12, 7, 4, 30, tzinfo=UTC).timestamp())
+JOB_END = 1_796_617_800
 
 
 @pytest.mark.parametrize(
@@ -202,23 +204,28 @@ JOB_END = int(datetime(2026, 12, 7, 4, 30, tzinfo=UTC).timestamp())
     ids=["the job's end less two minutes", "less the margin asked", "as given"],
 )
 def test_the_sitting_makes_room_for_its_last_step_before_the_job_s_end(tmp_path, settings, finish_by):
-    done = sitting(tmp_path, "4", **with_squeue(tmp_path, "2026-12-07T04:30:00"), **settings)
+    done = sitting(tmp_path, "4", **with_squeue(tmp_path, str(JOB_END)), **settings)
     assert done.returncode == 0, done.stderr
     command = shlex.split(done.stdout.strip()[2:])
     assert command[:2] == ["env", f"FINISH_BY={finish_by}"]
     assert command[2:] == ["bash", "gpu/gpu_qwen_compare.sh", "sitting", str(tmp_path / "model"), "seal", "2"]
 
 
-@pytest.mark.parametrize("says", ["N/A", "", "Unknown"])
-def test_where_squeue_cannot_say_the_job_s_end_the_steps_run_as_planned(tmp_path, says):
+@pytest.mark.parametrize("says", ["N/A", "", "Unknown", "2026-12-07T04:30:00"])
+def test_where_squeue_cannot_say_the_job_s_end_the_steps_run_as_planned_and_it_says_so(tmp_path, says):
     done = sitting(tmp_path, "0", **with_squeue(tmp_path, says))
     assert done.returncode == 0, done.stderr
     assert shlex.split(done.stdout.strip()[2:])[:2] == ["bash", "gpu/gpu_qwen_compare.sh"]
+    assert "squeue gave no end for job 4242" in done.stderr and done.stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize(
     ("settings", "named"),
-    [({"FINISH_BY": "soon"}, "FINISH_BY=soon"), ({"FINISH_MARGIN": "2m"}, "FINISH_MARGIN=2m")],
+    [
+        ({"FINISH_BY": "soon"}, "FINISH_BY=soon"),
+        ({"FINISH_MARGIN": "2m"}, "FINISH_MARGIN=2m"),
+        ({"FINISH_MARGIN": "08"}, "FINISH_MARGIN=08"),
+    ],
 )
 def test_a_finish_by_or_margin_that_is_not_seconds_is_refused_in_one_line(tmp_path, settings, named):
     done = sitting(tmp_path, "0", **settings)

@@ -14,7 +14,7 @@ from verl.utils.dataset.rl_dataset import collate_fn
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.dataset import parquet_bytes
-from seal.trainer.rl.finish_by import FinishBy
+from seal.trainer.rl.finish_by import finish_by_of
 from seal.trainer.rl.trainer import SealPPOTrainer
 from seal.trainer.settings import settings_from_config
 from tests.support.chatml import chatml_tokenizer
@@ -62,8 +62,7 @@ def bare_trainer(config: DictConfig, folder: Path, total_steps: int) -> SealPPOT
     trainer = object.__new__(SealPPOTrainer)
     trainer.config = config
     trainer.seal_settings = settings_from_config(config)
-    deadline = trainer.seal_settings.finish_by
-    trainer.finish_by = FinishBy(deadline) if deadline is not None else None
+    trainer.finish_by = finish_by_of(config, trainer.seal_settings.finish_by)
     trainer.tokenizer, trainer.processor = tokenizer, None
     trainer.val_dataset = create_rl_dataset(
         [str(folder / "bfcl_val.parquet")], config.data, tokenizer, None, is_train=False

@@ -32,6 +32,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from seal.trainer.rl.finish_by import ENDED_EARLY
+
 if TYPE_CHECKING:
     from omegaconf import DictConfig
 
@@ -256,6 +258,7 @@ def launch(args: argparse.Namespace, entry: Entry, argv: list[str]) -> int:
         if args.test and finished(run_dir, config):
             print(f"{run_dir} holds a finished run: training skipped")
         else:
+            (run_dir / ENDED_EARLY).unlink(missing_ok=True)  # this launch trains on to its own last step
             entry.train(config)
             mark_finished(run_dir, config)
         if args.test:
@@ -396,9 +399,11 @@ def _training_length(config: DictConfig) -> dict[str, Any]:
 
 
 def finished(run_dir: Path, config: DictConfig) -> bool:
-    """Whether training of this length already returned normally in `run_dir`."""
+    """Whether training of this length already returned normally in `run_dir`, every planned step run (not
+    ended early by `seal.finish_by`)."""
     mark = run_dir / TRAINED_MARK
-    return mark.is_file() and json.loads(mark.read_text())["length"] == _training_length(config)
+    complete = not (run_dir / ENDED_EARLY).is_file()
+    return complete and mark.is_file() and json.loads(mark.read_text())["length"] == _training_length(config)
 
 
 def mark_finished(run_dir: Path, config: DictConfig) -> None:

@@ -47,7 +47,7 @@ from seal.results.pass_rate import MISSING, missing_rows, score_rows
 from seal.trainer.preflight import PreflightError, check_environment, preflight_tasks
 from seal.trainer.rl.closed_loop import ClosedLoop
 from seal.trainer.rl.env_failures import check_env_error_share
-from seal.trainer.rl.finish_by import FinishBy, closing_seconds
+from seal.trainer.rl.finish_by import FinishBy, finish_by_of, write_ended_early
 from seal.trainer.rl.resume_omega import restore_omega
 from seal.trainer.rl.state_record import read_state
 from seal.trainer.rl.trajectory import TrajectoryFields
@@ -92,8 +92,7 @@ class SealPPOTrainer(PPOTrainerSync):
         ground-truth episodes are played through every node's actors."""
         self.seal_settings = settings_from_config(self.config)
         self.closed_loop = ClosedLoop(self.seal_settings)
-        deadline = self.seal_settings.finish_by
-        self.finish_by = FinishBy(deadline) if deadline is not None else None
+        self.finish_by = finish_by_of(self.config, self.seal_settings.finish_by)
         if self.seal_settings.rollout.env_backend == "ray":
             self._start_env_actors()
 
@@ -144,21 +143,24 @@ class SealPPOTrainer(PPOTrainerSync):
         """verl's weight update, then, with `seal.finish_by`, whether the next step must be the last: verl
         reads `total_training_steps` when a step begins, so the decision is one step ahead."""
         super().on_step_end()
-        if self.finish_by is not None and self.finish_by.next_step_is_last(time.time()):
+        if self.finish_by is not None and self.finish_by.next_step_is_last(time.time(), self.global_steps):
             self._make_last(self.global_steps + 1, self.finish_by)
 
     def _make_last(self, step: int, finish_by: FinishBy) -> None:
+        """`step` becomes the run's last, and the run folder says so (`ended_early.json`)."""
         if step >= self.total_training_steps:
             return
         logger.warning(
-            "seal.finish_by: step %d is the last of %d planned (%.0f s left; the longest step %.0f s, the "
-            "closing validation and test about %.0f s)",
+            "seal.finish_by: step %d is the last of %d planned (%.0f s left; the longest step %.0f s, what "
+            "follows the last step about %.0f s)",
             step,
             self.total_training_steps,
             finish_by.deadline - time.time(),
             finish_by.longest_step_s,
-            finish_by.closing_s or 0.0,
+            finish_by.closing_s(),
         )
+        run_dir = Path(self.config.trainer.default_local_dir).parent
+        write_ended_early(run_dir, step, self.total_training_steps, finish_by.deadline)
         self.total_training_steps = step
 
     def _keep_env_fleet(self) -> None:
@@ -271,17 +273,10 @@ class SealPPOTrainer(PPOTrainerSync):
             test_s = tested["timing_s/test"]
         if self.seal_settings.test_after and self.global_steps >= self.total_training_steps:
             metrics.update(self._test_pass(metrics["val-core/seal/pass_rate_mean"]))
-        if self.finish_by is not None and self.finish_by.closing_s is None:
-            self.finish_by.closing_s = self._closing_seconds(val_s, test_s)
+        if self.finish_by is not None and self.finish_by.val_s is None:
+            test_tasks = pq.read_metadata(TEST_FILE).num_rows if self.finish_by.tests else 0
+            self.finish_by.timed_first_validation(val_s, test_s, len(self.val_dataset), test_tasks)
         return metrics
-
-    def _closing_seconds(self, val_s: float, test_s: float | None) -> float:
-        """The launch's first validation (and test pass) timed: what those after its last step will take."""
-        tests = self.seal_settings.test_after
-        test_tasks = pq.read_metadata(TEST_FILE).num_rows if tests and test_s is None else 0
-        test_freq = self.config.trainer.test_freq
-        validates = type(test_freq) is int and test_freq >= 1
-        return closing_seconds(val_s, test_s, len(self.val_dataset), test_tasks, validates, tests)
 
     def _test_pass(self, reported_val_mean: float | None) -> dict[str, float]:
         """verl's validation pass again, over the test split: the same agent loop and rollout servers, the
@@ -390,7 +385,10 @@ class SealPPOTrainer(PPOTrainerSync):
         """seal_state.json first: verl's tracker file, written last, never names a folder without it."""
         folder = Path(self.config.trainer.default_local_dir) / f"global_step_{self.global_steps}"
         save_seal_state(self.closed_loop, folder)
+        started = time.perf_counter()
         super()._save_checkpoint()
+        if self.finish_by is not None:
+            self.finish_by.saved(time.perf_counter() - started)
 
     def _load_checkpoint(self) -> None:
         super()._load_checkpoint()

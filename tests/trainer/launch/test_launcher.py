@@ -31,6 +31,7 @@ from seal.trainer.launch.kernel import configure_attention
 from seal.trainer.launch.model_need import model_key, needs_model
 from seal.trainer.launch.override_types import OverrideTypeError, check_override_types
 from seal.trainer.preflight import PreflightError, check_data
+from seal.trainer.rl.finish_by import ENDED_EARLY
 from tests.support.launcher_stand_in import ENV_FAILURE, stand_in_entry
 from tests.support.service_thread import service_in_thread
 
@@ -435,6 +436,17 @@ def test_a_normal_exit_trains_tests_records_and_stops_the_service(capsys, monkey
     assert status == 0
     assert "training skipped" in capsys.readouterr().out
     assert json.loads(again_report.read_text())["train_calls"] == 0
+
+
+def test_a_run_that_ended_early_trains_again_under_test_and_loses_the_mark(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert launch_stand_in("return", tmp_path, "--test")[0] == 0
+    run = tmp_path / "experiments" / "SEAL"
+    (run / ENDED_EARLY).write_text(json.dumps({"last_step": 7, "planned_steps": 16}) + "\n")
+    status, report = launch_stand_in("return", tmp_path, "--test")
+    assert status == 0 and "training skipped" not in capsys.readouterr().out
+    assert json.loads(report.read_text())["train_calls"] == 1
+    assert not (run / ENDED_EARLY).exists()
 
 
 def test_an_error_in_the_trainer_stops_the_service_and_leaves_the_launcher_with_it(monkeypatch, tmp_path):
