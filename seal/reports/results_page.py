@@ -461,7 +461,7 @@ def sitting_rows(sittings: Sequence[Sitting]) -> list[dict[str, str]]:
             "val after": f"{100 * s.val_after:.1f}",
             "test before": "—" if s.test_before is None else f"{100 * s.test_before:.1f}",
             "test after": f"{100 * s.test_after:.1f}",
-            "steps": str(s.steps),
+            "steps": str(s.steps) if s.planned_steps is None else f"{s.steps} of {s.planned_steps}",
             "mixed groups": f"{s.mixed_share_mean:.2f}",
             "sitting min": f"{s.sitting_s / 60:.1f}",
             "date": s.date,

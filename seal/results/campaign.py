@@ -165,8 +165,10 @@ class Sitting:
       300 test tasks before the first step (`seal.test_before`), null in sittings that did not play it.
     - `*_by_category` beside each of those six: the four categories' shares; `sft_mixed_by_category` is
       null, since the step metrics hold no mixed share per category.
-    - `steps`: GRPO steps run; `mixed_share_mean`: the mean over steps of the share of groups whose rewards
-      are mixed (`seal/groups/mixed_share`); `sitting_s`: seconds from a bare node to the results.
+    - `steps`: GRPO steps run; `planned_steps`: those planned, where `seal.finish_by` ended the run before
+      them (its `ended_early.json`), absent where every planned step ran; `mixed_share_mean`: the mean over
+      steps of the share of groups whose rewards are mixed (`seal/groups/mixed_share`); `sitting_s`: seconds
+      from a bare node to the results.
     - `date` (ISO), `commit` (the project's commit the sitting ran, `-dirty` after it where tracked files
       differed from it).
     - `files`: a folder under results/<model>/ with the sitting's small files: `metrics/*.jsonl`, the
@@ -199,6 +201,7 @@ class Sitting:
     test_before: Rate | None = None
     test_before_by_category: ByCategory | None = None
     sft_gpus: Count | None = None
+    planned_steps: Count | None = None
 
     @field_validator(
         "sft_val_by_category",

@@ -597,3 +597,12 @@ def test_step_counts_name_each_length_once_in_numeric_order(tmp_path):
     campaign = read_campaign(write_results(tmp_path, lines))
     assert results_page.step_counts(campaign.sittings) == "8/16"
     assert results_page.step_counts(campaign.sittings[::2]) == "16"
+
+
+def test_a_sitting_that_ended_early_shows_the_steps_it_ran_of_those_planned(tmp_path):
+    lines = [sitting(random.Random(seed), "full_loop", seed) for seed in (1, 2)]
+    lines[1] |= {"steps": 3, "planned_steps": 4}  # seal.finish_by made step 3 the last of 4
+    campaign = read_campaign(write_results(tmp_path, lines))
+    shown = {row["seed"]: row["steps"] for row in results_page.sitting_rows(campaign.sittings)}
+    assert shown == {"1": "4", "2": "3 of 4"}
+    assert results_page.step_counts(campaign.sittings) == "3/4"

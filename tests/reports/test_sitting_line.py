@@ -14,7 +14,7 @@ import pytest
 
 from seal.bfcl.tasks import CATEGORIES, split_ids
 from seal.reports import sitting
-from seal.results.campaign import Sitting, read_lines
+from seal.results.campaign import Sitting, parse_record, read_lines
 
 VAL_PASSES = {0: 1, 16: 3}  # step -> tasks passed per category: every 25th task, from task 0 on
 DRIVER = Path(__file__).resolve().parents[2] / "gpu" / "gpu_qwen_compare.sh"
@@ -80,6 +80,15 @@ def test_the_start_is_the_arm_before_it_trained_val_first_dump_mixed_first_step(
     assert line["sitting_s"] == sum(phases.values()) and line["phases"] == phases
     wanted = "arm seed card gpus sft_val sft_mixed val_before val_after test_after steps mixed_share_mean"
     assert set(wanted.split()) | {"sitting_s", "date", "commit", "phases"} <= set(line)
+
+
+def test_a_run_that_seal_finish_by_ended_early_says_the_steps_planned_and_one_that_did_not_says_nothing(run):
+    identity = {"arm": "seal", "seed": 1, "card": "H200", "gpus": 2, "date": "d", "commit": "c", "files": "f"}
+    assert "planned_steps" not in sitting.sitting_line(identity, run, {"sft": 1})
+    (run / "ended_early.json").write_text(json.dumps({"last_step": 16, "planned_steps": 20}) + "\n")
+    line = sitting.sitting_line(identity, run, {"sft": 1})
+    assert (line["steps"], line["planned_steps"]) == (16, 20)
+    assert parse_record(Sitting, line, "the line").planned_steps == 20
 
 
 def test_the_test_before_training_is_the_step_0_dump_and_null_where_the_launch_played_none(run, argv, capsys):
