@@ -34,7 +34,7 @@ from seal.reports.runs import CHECKPOINT_PREFIX, dump_rows, read_dump, test_scor
 from seal.results.campaign import ARMS
 from seal.results.endings import ENDING_FIELDS, dump_row_ending
 from seal.results.pass_rate import SplitScore
-from seal.trainer.rl.finish_by import ENDED_EARLY
+from seal.trainer.rl.finish_by import planned_steps
 
 MIXED_SHARE = "seal/groups/mixed_share"
 """The trainer's per-step share of GRPO groups whose rewards differ (seal/trainer/rl/closed_loop.py)."""
@@ -84,9 +84,9 @@ def sitting_line(identity: dict[str, Any], run: Path, phases: dict[str, int]) ->
     untrained = score_dumps(run).get(("test", "before"))
     line |= _split("test_before", read_dump(untrained)) if untrained else _scored("test_before", None, None)
     line["steps"] = len(steps)
-    ended_early = run / ENDED_EARLY
-    if ended_early.is_file():
-        line["planned_steps"] = json.loads(ended_early.read_text())["planned_steps"]
+    planned = planned_steps(run)
+    if planned is not None:
+        line["planned_steps"] = planned
     line["mixed_share_mean"] = float(mixed.mean())
     line["mixed_share_by_step"] = [float(x) for x in mixed]
     line["phases"] = {name: phases[name] for name in PHASES if name in phases}

@@ -60,9 +60,8 @@ class FinishBy:
 
     def closing_s(self) -> float:
         """What follows the last step's own work: its validation, the test pass and its checkpoint."""
-        validation = self.val_s or 0.0
         return (
-            (validation if self.validates else 0.0)
+            ((self.val_s or 0.0) if self.validates else 0.0)
             + (self.test_s if self.tests else 0.0)
             + (self.save_s if self.saves else 0.0)
         )
@@ -104,3 +103,9 @@ def write_ended_early(run_dir: Path, last_step: int, planned: int, deadline: flo
     run_dir.mkdir(parents=True, exist_ok=True)
     record = {"last_step": last_step, "planned_steps": planned, "finish_by": deadline}
     (run_dir / ENDED_EARLY).write_text(json.dumps(record) + "\n")
+
+
+def planned_steps(run_dir: Path) -> int | None:
+    """The steps planned for a run `seal.finish_by` ended before them; None for a run that ran them all."""
+    record = run_dir / ENDED_EARLY
+    return json.loads(record.read_text())["planned_steps"] if record.is_file() else None
