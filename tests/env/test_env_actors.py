@@ -90,6 +90,15 @@ async def play_ground_truth(client: EnvClient, task_id: str = TASK) -> float:
     return episode.result.reward
 
 
+def failures(state_mismatches: int, response_mismatches: int) -> dict[str, Any]:
+    """C_t of a batch of failed trajectories, each with one of the two labels."""
+    profile = FailureProfile()
+    for label, count in ((STATE_MISMATCH, state_mismatches), (RESPONSE_MISMATCH, response_mismatches)):
+        for _ in range(count):
+            profile.observe([label], 0.0, CATEGORIES[0])
+    return profile.to_json()
+
+
 def node_with(resource: str) -> str:
     return next(node["NodeID"] for node in ray.nodes() if node["Alive"] and resource in node["Resources"])
 
@@ -188,8 +197,8 @@ async def test_a_killed_actor_fails_its_episode_the_others_finish_and_a_replacem
         RayEnvClient(timeout=CALL_TIMEOUT_S, node_id=victim_node),
         RayEnvClient(timeout=CALL_TIMEOUT_S, node_id=other_node),
     )
-    version = (await other.get_interface())["version"]
-    assert version > 0  # an evolved Ω, which the replacement must serve too
+    evolved = await other.put_profile(failures(20, 80))  # an evolved Ω, which the replacement must serve too
+    assert evolved["version"] > 0 and evolved["guidelines"]
     doomed = await victim.create_episode(TASK, "train")
     surviving = open_episode(other, TASK, "train")
     async with surviving:
@@ -203,17 +212,8 @@ async def test_a_killed_actor_fails_its_episode_the_others_finish_and_a_replacem
             if (await surviving.step(action))["done"]:
                 break
     assert surviving.result is not None and surviving.result.reward == 1.0
-    assert (await victim.get_interface())["version"] == version
+    assert await victim.get_interface() == evolved
     assert await play_ground_truth(victim) == 1.0
-
-
-def failures(state_mismatches: int, response_mismatches: int) -> dict[str, Any]:
-    """C_t of a batch of failed trajectories, each with one of the two labels."""
-    profile = FailureProfile()
-    for label, count in ((STATE_MISMATCH, state_mismatches), (RESPONSE_MISMATCH, response_mismatches)):
-        for _ in range(count):
-            profile.observe([label], 0.0, CATEGORIES[0])
-    return profile.to_json()
 
 
 async def test_a_replacement_under_the_full_interface_serves_the_identical_omega_after_two_evolves(
@@ -313,8 +313,8 @@ async def test_a_dead_fleet_is_said_so_and_the_trainer_starts_one_serving_the_la
     """Last in the module: the fleet is killed, and with it every actor."""
     node = node_with(NODE_RESOURCES[0])
     client = RayEnvClient(timeout=CALL_TIMEOUT_S, node_id=node)
-    served = await client.get_interface()
-    assert served["version"] > 0 and served["guidelines"]  # an evolved Ω, which the new fleet must serve
+    served = await client.put_profile(failures(20, 80))  # an evolved Ω, which the new fleet must serve
+    assert served["version"] > 0 and served["guidelines"]
     trainer.closed_loop.interface = served  # as the trainer's Evolve keeps the Ω every actor agreed on
     old_fleet = trainer.env_actors.fleet
     ray.kill(old_fleet, no_restart=True)
