@@ -51,14 +51,16 @@ ARM_NAMES = {
     "vanilla": "vanilla",
     "seal": "SEAL",
     "full_loop": "full loop",
+    "full_loop_skip": "full loop, no update without a signal",
     "no_reweighting": "SEAL w/o reweighting",
     "seal_n16": "SEAL, 16 rollouts",
     "vanilla_released_parse": "vanilla, released parsing",
     "seal_released_parse": "SEAL, released parsing",
 }
-VARIANTS = ("no_reweighting", "seal_n16", "vanilla_released_parse", "seal_released_parse")
-"""Arms that tell SEAL's parts apart (the ablation), change its recipe (16 rollouts a group) or parse tool
-calls as the released code does: shown beside the others, never part of the verdict or its seed count."""
+VARIANTS = ("full_loop_skip", "no_reweighting", "seal_n16", "vanilla_released_parse", "seal_released_parse")
+"""Arms that tell SEAL's parts apart (the ablation), change its recipe (16 rollouts a group, no update in a
+step without a mixed group) or parse tool calls as the released code does: shown beside the others, never
+part of the verdict or its seed count."""
 SEEDS_WANTED = 3
 """Seeds per arm before the verdict stands (issue 57)."""
 START_BAR = VAL_BAR

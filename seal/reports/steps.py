@@ -58,6 +58,7 @@ HEALTH = {
     "rollout KL": "rollout_corr/k3_kl",
     "entropy": "actor/entropy",
     "grad norm": "actor/grad_norm",
+    "update skipped": "seal/update_skipped",
     "cut context": "seal/cut_share/context",
     "cut calls": "seal/cut_share/calls",
     "cut generation": "seal/cut_share/generation",
@@ -67,8 +68,9 @@ HEALTH = {
 """What tells a learning run from a broken one, step by step: the trained tokens' probabilities against the
 sampler's (verl's `calculate_debug_metrics` and `rollout_corr/` metrics: a mean difference near 0 and a
 correlation near 1 say the trained tokens are the sampled ones), the policy's entropy (near 0: collapsed),
-the gradient norm (0: no group carried an advantage), and the share of episodes each limit cut, of trained
-responses cut at `max_response_length` and verl's share of responses at that length."""
+the gradient norm (0: no group carried an advantage), whether the step left the actor as it was (1: no
+advantage, `seal.skip_update_without_signal`, and no gradient norm logged), and the share of episodes each
+limit cut, of trained responses cut at `max_response_length` and verl's share of responses at that length."""
 LEARNING = ["reward", "mixed groups"]
 LABEL_PREFIX = "seal/label_share/"
 RHO_PREFIX = "seal/rho/"

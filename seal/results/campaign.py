@@ -36,6 +36,7 @@ ARMS = (
     "vanilla",
     "seal",
     "full_loop",
+    "full_loop_skip",
     "no_reweighting",
     "seal_n16",
     "vanilla_released_parse",
@@ -147,7 +148,8 @@ class Sitting:
     """One line of `runs.jsonl`: one sitting, one arm trained with one seed from that seed's SFT start
     (the same start for every arm of the seed, so that SEAL − vanilla is paired).
 
-    - `arm`: `vanilla`, `seal`, `full_loop`, `no_reweighting` (SEAL without A-Patch, the paper's ablation)
+    - `arm`: `vanilla`, `seal`, `full_loop`, `full_loop_skip` (the closed loop leaving the actor alone in a
+      step without a mixed group), `no_reweighting` (SEAL without A-Patch, the paper's ablation)
       `seal_n16` (SEAL with 16 rollouts a group, issue 57's one recipe change), `vanilla_released_parse` or
       `seal_released_parse` (the pair with tool calls parsed as the released code parses them):
       exp/learn_qwen_ARM.yaml;

@@ -452,7 +452,7 @@ def test_the_page_is_generated_between_its_markers_and_a_stale_one_fails_check(t
         (lambda line: line | {"val_after": "0.5"}, "val_after: Input should be a valid number"),
         (
             lambda line: line | {"arm": "grpo"},
-            "arm: Input should be 'vanilla', 'seal', 'full_loop', 'no_reweighting', 'seal_n16', ",
+            "arm: Input should be 'vanilla', 'seal', 'full_loop', 'full_loop_skip', ",
         ),
         (lambda line: {k: v for k, v in line.items() if k != "test_after"}, "test_after: Field required"),
         (

@@ -117,7 +117,7 @@ def write_training(
         signs = [reward - 0.5 for reward in batch]
         groups = [f"uid{i // GROUP}" for i in range(len(batch))]
         result = loop.step(trajectories, signs, step, epoch=0, groups=groups)
-        data = {**verl_metrics(step), **result.metrics}
+        data = {**verl_metrics(step), **result.metrics, "seal/update_skipped": 0.0}  # signs are never 0
         if settings.interface.adapt:
             loop.interface = {"version": step, "guidelines": []}
             loop.replace_interface_metrics(data)

@@ -115,6 +115,7 @@ def test_the_paper_experiments_the_gpu_smoke_runs_and_the_learning_recipe_are_al
         "learn_qwen_seal",
         "learn_qwen_vanilla",
         "learn_qwen_full_loop",
+        "learn_qwen_full_loop_skip",
         "learn_qwen_no_reweighting",
         "learn_qwen_seal_n16",
         "learn_qwen_vanilla_released_parse",

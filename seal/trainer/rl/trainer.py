@@ -10,6 +10,7 @@ every step's profile, ρ and Ω are also appended to `<run>/seal_steps.jsonl`. W
 last step's validation is followed by a greedy pass over the test split in the same launch (`_validate`), and
 with `seal.test_before` the validation before the first step is too. With `seal.finish_by` the steps end
 early enough for the last one's validation and test pass to be over by then (seal/trainer/rl/finish_by.py).
+A step whose advantages are all zero leaves the actor untouched (`seal.skip_update_without_signal`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ METRICS = {
     "timing_s/seal_apatch": "seconds the step spent on the closed loop (C_t, ρ, A-Patch factors) and "
     "rewriting the advantages",
     "timing_s/seal_evolve": "seconds the step spent on Evolve",
+    "seal/update_skipped": "1 when the step's advantages were all zero and the actor was left as it was "
+    "(seal.skip_update_without_signal), else 0",
     "val-core/seal/pass_rate_mean": "validation pass rate, the mean of the four categories (the paper's "
     "Avg); a task without a row counts as failed",
     "val-aux/seal/pass_rate/{category}": "validation pass rate of the category",
@@ -93,6 +96,7 @@ class SealPPOTrainer(PPOTrainerSync):
         self.seal_settings = settings_from_config(self.config)
         self.closed_loop = ClosedLoop(self.seal_settings)
         self.finish_by = finish_by_of(self.config, self.seal_settings.finish_by)
+        self.step_has_signal = True
         if self.seal_settings.rollout.env_backend == "ray":
             self._start_env_actors()
 
@@ -195,6 +199,7 @@ class SealPPOTrainer(PPOTrainerSync):
         started = time.perf_counter()
         rows = advantage_rows(real, batch.partition_id) if real else []
         summed = [float(row.sum()) for row in rows]  # verl masks the untrained tokens' advantages to 0
+        self.step_has_signal = any(bool(row.any()) for row in rows)  # A-Patch's factors are all positive
         epoch = (self.global_steps - 1) // self.steps_per_epoch
         result = self.closed_loop.step(trajectories, summed, self.global_steps, epoch, groups=groups)
         if self.seal_settings.apatch.enabled:
@@ -206,6 +211,16 @@ class SealPPOTrainer(PPOTrainerSync):
         if self.seal_settings.interface.adapt:
             self._evolve(self.closed_loop.profile.to_json(), metrics)
         self._append_step_record()
+        return batch
+
+    def _update_actor(self, batch: KVBatchMeta, metrics: dict) -> KVBatchMeta:
+        """verl's actor update, unless `_compute_advantage` found no nonzero advantage: a zero gradient still
+        moves AdamW's weights by its moments, so such a step would train the policy on no signal."""
+        skip = self.seal_settings.skip_update_without_signal and not self.step_has_signal
+        metrics["seal/update_skipped"] = float(skip)
+        if not skip:
+            return super()._update_actor(batch, metrics)
+        logger.info("step %d: every advantage is zero; the actor is left as it was", self.global_steps)
         return batch
 
     def _advantages_without_env_errors(self, partition: str, healthy: list[str], failed: list[str]) -> None:

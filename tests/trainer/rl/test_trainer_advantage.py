@@ -74,6 +74,11 @@ HAND_GRPO = [
 """The fixture batch's GRPO advantages by hand (verl's ε of 1e-6 aside). With the env_error row in its
 group (rewards 1, 0, 0, 0: mean 1/4, std 1/2) group 0 would be 1.5, -0.5, -0.5, -0.5."""
 ENV_ERROR_ROW = 3
+UNIFORM_GROUPS = [
+    ("multi_turn_base", [(["missing_tool_call"], 0.0, "")] * (N - 1) + [([], 0.0, "read timed out")]),
+    ("multi_turn_miss_func", [(["pass", "pass"], 1.0, "")] * N),
+]
+"""A batch without a learning signal: every group's healthy rows failed alike or passed alike."""
 
 
 @pytest.fixture(scope="module")
@@ -96,12 +101,12 @@ def trajectory(category: str, labels: list[str], reward: float, env_error: str, 
     return fields.extra_fields()
 
 
-def put_batch(partition: str, env_errors: bool = True) -> KVBatchMeta:
+def put_batch(partition: str, env_errors: bool = True, groups: list = GROUPS) -> KVBatchMeta:
     """The fixture batch in the layout AgentLoopWorkerTQ writes: keys {uid}_{session}_{index}, `loss_mask`
     the `response_mask`, which SealAgentLoop zeroes on an env_error row. `env_errors=False` plays the
     env_error row as a healthy failure (same labels-free reward 0, mask 1)."""
     keys, rows = [], []
-    for g, (category, members) in enumerate(GROUPS):
+    for g, (category, members) in enumerate(groups):
         for s, (labels, reward, env_error) in enumerate(members):
             env_error = env_error if env_errors else ""
             length = 3 + s + g
@@ -325,3 +330,55 @@ def test_a_dead_service_does_not_abort_the_step(transfer_queue, tmp_path):
     scaled, metrics = run_step(trainer, "dead")
     assert metrics["seal/interface/evolve_failed"] == 1.0
     assert len(scaled) == 8
+
+
+class RecordingActorGroup:
+    """The actor's worker group: records each batch sent to `update_actor` and answers with its metrics."""
+
+    def __init__(self) -> None:
+        self.updates: list[KVBatchMeta] = []
+
+    def update_actor(self, batch: KVBatchMeta) -> dict[str, Any]:
+        self.updates.append(batch)
+        return {"metrics": {"mfu": [0.4], "pg_loss": [0.25], "grad_norm": [1.5]}}
+
+
+def advantage_then_update(
+    trainer: SealPPOTrainer, partition: str, groups: list
+) -> tuple[RecordingActorGroup, dict[str, float]]:
+    """One step's advantage and update phases, as verl's `_step_once` runs them, against a recording actor."""
+    trainer.actor_rollout_wg = RecordingActorGroup()
+    metrics: dict[str, float] = {}
+    batch = trainer._compute_advantage(put_batch(partition, groups=groups), metrics)
+    trainer._update_actor(batch, metrics)
+    return trainer.actor_rollout_wg, metrics
+
+
+@pytest.mark.parametrize("experiment", ["SEAL", "vanilla_grpo"])
+def test_a_step_whose_advantages_are_all_zero_leaves_the_actor_alone(
+    transfer_queue, service, tmp_path, experiment
+):
+    trainer = trainer_for(experiment, service, tmp_path)
+    actor, metrics = advantage_then_update(trainer, f"silent_{experiment}", UNIFORM_GROUPS)
+    assert actor.updates == []
+    assert metrics["seal/update_skipped"] == 1.0
+    assert not any(key.startswith("actor/") for key in metrics)
+    assert metrics["seal/groups/mixed_share"] == 0.0
+    assert trainer.closed_loop.profile.trajectories("total") == 7  # C_t still learns from the step
+
+
+def test_a_step_with_one_nonzero_advantage_updates_the_actor(transfer_queue, service, tmp_path):
+    trainer = trainer_for("SEAL", service, tmp_path)
+    actor, metrics = advantage_then_update(trainer, "signal", GROUPS)
+    assert len(actor.updates) == 1
+    assert metrics["seal/update_skipped"] == 0.0
+    assert metrics["actor/pg_loss"] == pytest.approx(0.25)
+    assert metrics["perf/mfu/actor"] == pytest.approx(0.4)
+
+
+def test_without_the_skip_verl_updates_the_actor_on_an_all_zero_step(transfer_queue, service, tmp_path):
+    trainer = trainer_for("SEAL", service, tmp_path, "seal.skip_update_without_signal=false")
+    actor, metrics = advantage_then_update(trainer, "silent_kept", UNIFORM_GROUPS)
+    assert len(actor.updates) == 1
+    assert metrics["seal/update_skipped"] == 0.0
+    assert metrics["actor/grad_norm"] == pytest.approx(1.5)
