@@ -85,10 +85,10 @@ class SealSettings:
     skip_update_without_signal: bool = True
     """Leave the actor as it is in a step where no row has a nonzero advantage (every GRPO group passed or
     failed alike; env_error rows count as zero): verl would still step the optimizer, and AdamW's moments
-    move the weights on a zero gradient along the last steps' direction (the 1.5B's closed loop, seed 3:
-    `actor/ppo_kl` 0.0029 and 0.0018 at steps 3 and 4 with `actor/grad_norm` 0, step 1's update 0.0018). The
-    step's rollouts, C_t, ρ and Evolve run as always and `seal/update_skipped` is 1; the learning-rate
-    schedule does not advance in it. False: verl's update in every step."""
+    move the weights on a zero gradient along the last steps' direction (measured in the 1.5B's closed loop,
+    seed 3: docs/qwen_coder_1_5b.md). The step's rollouts, C_t, ρ and Evolve run as always and
+    `seal/update_skipped` is 1; the learning-rate schedule does not advance in it. False: verl's update in
+    every step."""
 
     def __post_init__(self) -> None:
         if self.taxonomy not in TAXONOMIES:
